@@ -1,0 +1,2 @@
+//! acm CLI
+fn main() {}

@@ -1,0 +1,3 @@
+//! forces
+pub mod spring;
+pub mod bending;

@@ -1,0 +1,86 @@
+//! Vertex state as a structure of arrays, advanced lazily.
+//!
+//! Trajectories are piecewise linear: between two kicks a vertex moves with constant velocity.
+//! A vertex therefore stores where it was at its own clock (`x[i]` at time `t[i]`) and its
+//! velocity `v[i]`; its position at any later time `s` is `x[i] + (s - t[i]) * v[i]`
+//! ([`VertexState::position_at`]). Reading a position never writes: only an event that changes a
+//! vertex's velocity re-bases it ([`VertexState::rebase`]). This is what lets certificates and
+//! snapshots run in any order, and on any thread, without changing a bit of the trajectory.
+//!
+//! The arrays are parallel (one entry per vertex) rather than an array of vertex structs, because
+//! every hot loop reads only one or two of them: a snapshot reads `x, t, v`, a force tick reads
+//! positions and writes `v`, the mass is read only when an impulse is applied.
+
+use glam::DVec3;
+
+/// How a vertex moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VertexKind {
+    /// Moved by forces; `inv_mass > 0`.
+    Free,
+    /// Never moves; `inv_mass == 0`, velocity zero.
+    Fixed,
+    /// Moves with a prescribed piecewise-constant velocity; `inv_mass == 0`.
+    Scripted,
+}
+
+/// Structure-of-arrays vertex buffers (see the module docs for the invariants).
+#[derive(Clone, Debug, Default)]
+pub struct VertexState {
+    /// Position at the vertex's own clock `t`.
+    pub x: Vec<DVec3>,
+    /// The vertex's clock: the time at which `x` is exact.
+    pub t: Vec<f64>,
+    /// Velocity, constant since `t`.
+    pub v: Vec<DVec3>,
+    /// Lumped mass (g); kept for fixed and scripted vertices too, for energy accounting.
+    pub mass: Vec<f64>,
+    /// Inverse mass used by impulses: 0 for fixed and scripted vertices.
+    pub inv_mass: Vec<f64>,
+    /// How each vertex moves.
+    pub kind: Vec<VertexKind>,
+}
+
+impl VertexState {
+    /// Number of vertices.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.x.len()
+    }
+
+    /// Whether there are no vertices.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.x.is_empty()
+    }
+
+    /// Position of vertex `i` at time `s`, computed from its trajectory without writing anything.
+    #[inline]
+    pub fn position_at(&self, i: usize, s: f64) -> DVec3 {
+        self.x[i] + (s - self.t[i]) * self.v[i]
+    }
+
+    /// Moves vertex `i`'s reference point to time `s` (called only before its velocity changes).
+    #[inline]
+    pub fn rebase(&mut self, i: usize, s: f64) {
+        self.x[i] += (s - self.t[i]) * self.v[i];
+        self.t[i] = s;
+    }
+
+    /// Applies an impulse to vertex `i` at time `s`: re-bases it and changes its velocity by
+    /// `inv_mass * impulse`. Does nothing (writes nothing) when the velocity would not change.
+    #[inline]
+    pub fn apply_impulse(&mut self, i: usize, s: f64, impulse: DVec3) {
+        let dv = self.inv_mass[i] * impulse;
+        if dv != DVec3::ZERO {
+            self.rebase(i, s);
+            self.v[i] += dv;
+        }
+    }
+
+    /// Writes every vertex's position at time `s` into `out` (resized to fit).
+    pub fn positions_at(&self, s: f64, out: &mut Vec<DVec3>) {
+        out.clear();
+        out.extend((0..self.len()).map(|i| self.position_at(i, s)));
+    }
+}
