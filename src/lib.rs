@@ -1,8 +1,37 @@
-//! acm: Asynchronous Contact Mechanics.
+//! # acm: Asynchronous Contact Mechanics
+//!
+//! Cloth and thin shells integrated with asynchronous variational integrators (AVIs): every
+//! force has its own clock, and the simulation is a stream of events processed in time order
+//! (Harmon, *Robust, Efficient, and Accurate Contact Algorithms*, 2010, ch. 5).
+//!
+//! The crate is data oriented: vertices, elements and events live in structure-of-arrays tables
+//! indexed by dense ids ([`ids`]). Data flows one way:
+//! `mesh -> state -> forces -> events -> engine -> output`, with [`scene`] describing what to
+//! build and [`check`] only reading.
+//!
+//! ```no_run
+//! use acm::{scene::profile, NoFrames, Simulation};
+//! let scene = profile::load("profiles/pinned_sheet.toml".as_ref(), &[]).unwrap();
+//! let mut sim = Simulation::new(&scene).unwrap();
+//! sim.run_until(0.5, &mut NoFrames).unwrap();
+//! println!("{} events", sim.stats().events.total());
+//! ```
 #![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod check;
+pub mod engine;
 pub mod events;
 pub mod forces;
 pub mod ids;
 pub mod mesh;
+pub mod output;
+pub mod profile;
+pub mod scene;
 pub mod state;
+
+pub use engine::{Frame, FrameSink, NoFrames, RunError, Simulation, Stats};
+pub use scene::Scene;
+
+/// The built-in default scene: the profile `profiles/pinned_sheet.toml`, compiled in so that
+/// `acm run` works from any directory.
+pub const DEFAULT_PROFILE: &str = include_str!("../profiles/pinned_sheet.toml");

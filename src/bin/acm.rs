@@ -1,2 +1,283 @@
-//! acm CLI
-fn main() {}
+//! `acm`: run, inspect and audit Asynchronous Contact Mechanics simulations.
+//!
+//! Exit codes: 0 success, 1 internal error, 2 bad input.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use acm::engine::{Frame, FrameSink, RunError};
+use acm::output::{write_stats, EnergyCsv, ObjFrames};
+use acm::scene::profile::{self, ProfileError};
+use acm::{Scene, Simulation};
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+#[derive(Parser)]
+#[command(
+    name = "acm",
+    version,
+    about = "Asynchronous Contact Mechanics: cloth and thin shells, one event at a time",
+    long_about = "Asynchronous Contact Mechanics: cloth and thin shells, one event at a time.\n\n\
+                  Without a command, runs the built-in default scene into ./out."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a profile (or the built-in default scene) and write frames.
+    Run(RunArgs),
+    /// Validate a profile and print a summary (vertices, masses, clocks).
+    Info(InfoArgs),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Profile (TOML). Without it, runs the built-in default scene.
+    profile: Option<PathBuf>,
+    /// Output directory for frames, stats.json and energy.csv.
+    #[arg(long, default_value = "out")]
+    out: PathBuf,
+    /// Stop after this many frames (the frame at t = 0 counts).
+    #[arg(long, conflicts_with = "until")]
+    frames: Option<u64>,
+    /// Stop at this simulated time (s) instead of the profile's duration.
+    #[arg(long)]
+    until: Option<f64>,
+    /// Override a profile value, e.g. --set object.sheet.material.bend=0.5 (repeatable).
+    #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
+    overrides: Vec<String>,
+    /// Where to write stats.json (default: OUT/stats.json).
+    #[arg(long)]
+    stats: Option<PathBuf>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Args)]
+struct InfoArgs {
+    /// Profile (TOML).
+    profile: PathBuf,
+    /// Override a profile value (repeatable).
+    #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
+    overrides: Vec<String>,
+}
+
+/// A failure, classified for the exit code.
+enum Failure {
+    /// The user's input is wrong (exit 2).
+    BadInput(String),
+    /// Something broke that is not the input's fault (exit 1).
+    Internal(String),
+}
+
+impl From<ProfileError> for Failure {
+    fn from(e: ProfileError) -> Self {
+        Failure::BadInput(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    acm::profile::start();
+    let cli = Cli::parse();
+    // No command: `acm run` with every default (the built-in scene into ./out).
+    let command = cli.command.unwrap_or_else(|| {
+        Cli::parse_from(["acm", "run"])
+            .command
+            .expect("`acm run` parses")
+    });
+    let result = match command {
+        Command::Run(args) => run(args),
+        Command::Info(args) => info(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::BadInput(message)) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Internal(message)) => {
+            eprintln!("internal error: {message}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn load(profile: Option<&Path>, overrides: &[String]) -> Result<Scene, Failure> {
+    Ok(match profile {
+        Some(path) => profile::load(path, overrides)?,
+        None => profile::parse(
+            acm::DEFAULT_PROFILE,
+            "<built-in pinned_sheet>",
+            Path::new("."),
+            overrides,
+        )?,
+    })
+}
+
+fn build(scene: &Scene) -> Result<Simulation, Failure> {
+    Simulation::new(scene).map_err(|e| Failure::BadInput(format!("{}: {e}", scene.name)))
+}
+
+fn run(args: RunArgs) -> Result<(), Failure> {
+    let scene = load(args.profile.as_deref(), &args.overrides)?;
+    let until = match (args.frames, args.until) {
+        (Some(0), _) => return Err(Failure::BadInput("--frames must be at least 1".into())),
+        (Some(n), _) => (n - 1) as f64 * scene.frame_interval,
+        (None, Some(t)) if !(t.is_finite() && t >= 0.0) => {
+            return Err(Failure::BadInput(format!(
+                "--until must be a time >= 0, got {t}"
+            )))
+        }
+        (None, Some(t)) => t,
+        (None, None) => scene.duration,
+    };
+    if scene.contact.enabled {
+        eprintln!(
+            "warning: {}: contact handling is not built yet (issue 3); objects will pass through \
+             each other",
+            scene.name
+        );
+    }
+    let pool = thread_pool(args.threads)?;
+    let mut sim = build(&scene)?;
+    let io = |e: std::io::Error| Failure::BadInput(format!("{}: {e}", args.out.display()));
+    let mut sink = RunSink {
+        frames: ObjFrames::create(&args.out).map_err(io)?,
+        energy: EnergyCsv::create(&args.out.join("energy.csv")).map_err(io)?,
+        progress: progress_bar(until, scene.frame_interval),
+        started: Instant::now(),
+    };
+    let result = pool.install(|| sim.run_until(until, &mut sink));
+    sink.progress.finish_and_clear();
+    let stats_path = args.stats.unwrap_or_else(|| args.out.join("stats.json"));
+    write_stats(&stats_path, sim.stats())
+        .map_err(|e| Failure::Internal(format!("{}: {e}", stats_path.display())))?;
+    match result {
+        Ok(()) => {
+            let s = sim.stats();
+            println!(
+                "{}: {} frames in {} ({} vertices, {:.3} s simulated, {} events, {:.2} s wall, {:.0} events/s)",
+                scene.name,
+                s.frames,
+                args.out.display(),
+                s.model.vertices,
+                s.simulated_seconds,
+                s.events_total,
+                s.wall_seconds,
+                s.events_per_second
+            );
+            Ok(())
+        }
+        Err(RunError::Output(e)) => Err(Failure::BadInput(format!("{}: {e}", args.out.display()))),
+        Err(e @ RunError::Diverged { .. }) => {
+            Err(Failure::BadInput(format!("{}: {e}", scene.name)))
+        }
+        Err(e @ RunError::Internal { .. }) => Err(Failure::Internal(e.to_string())),
+    }
+}
+
+fn thread_pool(threads: Option<usize>) -> Result<rayon::ThreadPool, Failure> {
+    if threads == Some(0) {
+        return Err(Failure::BadInput("--threads must be at least 1".into()));
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.unwrap_or(0))
+        .build()
+        .map_err(|e| Failure::Internal(format!("cannot start the thread pool: {e}")))
+}
+
+fn progress_bar(until: f64, frame_interval: f64) -> ProgressBar {
+    let frames = (until / frame_interval).floor() as u64 + 1;
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(frames), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} frame {pos}/{len}  {msg}  ETA {eta}")
+            .expect("the template is valid"),
+    );
+    bar
+}
+
+/// Frames to OBJ files and energy.csv, with a progress bar.
+struct RunSink {
+    frames: ObjFrames,
+    energy: EnergyCsv,
+    progress: ProgressBar,
+    started: Instant,
+}
+
+impl FrameSink for RunSink {
+    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
+        self.frames.frame(frame)?;
+        self.energy.frame(frame)?;
+        let events = frame.simulation.stats().events.total();
+        let rate = events as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
+        self.progress.set_position(frame.index + 1);
+        self.progress
+            .set_message(format!("t = {:.3} s  {:.0} events/s", frame.time, rate));
+        Ok(())
+    }
+}
+
+fn info(args: InfoArgs) -> Result<(), Failure> {
+    let scene = load(Some(&args.profile), &args.overrides)?;
+    let sim = build(&scene)?;
+    let s = sim.stats();
+    let state = sim.state();
+    println!(
+        "scene {:?}: {} s, frame every {} s ({} frames)",
+        scene.name,
+        scene.duration,
+        scene.frame_interval,
+        scene.frame_count()
+    );
+    for (o, range) in scene.objects.iter().zip(sim.objects()) {
+        let first = range.first_vertex as usize;
+        let masses = &state.mass[first..first + range.vertex_count as usize];
+        let total: f64 = masses.iter().sum();
+        println!(
+            "  object {:?}: {} vertices, {} triangles, mass {:.6} g{}",
+            o.name,
+            range.vertex_count,
+            range.triangle_count,
+            total,
+            if o.fixed { " (fixed)" } else { "" }
+        );
+    }
+    let free_masses = state
+        .inv_mass
+        .iter()
+        .zip(&state.mass)
+        .filter(|(&w, _)| w > 0.0)
+        .map(|(_, &m)| m);
+    let (lo, hi) = free_masses.fold((f64::INFINITY, 0.0f64), |(lo, hi), m| {
+        (lo.min(m), hi.max(m))
+    });
+    println!(
+        "  vertices: {} ({} free), triangles: {}, vertex mass {:.3e} .. {:.3e} g",
+        s.model.vertices, s.model.free_vertices, s.model.triangles, lo, hi
+    );
+    let range = |r: Option<acm::engine::ClockRange>| match r {
+        Some(r) => format!("clock {:.3e} .. {:.3e} s", r.min, r.max),
+        None => "none".to_string(),
+    };
+    println!(
+        "  springs: {}, {}",
+        s.model.springs,
+        range(s.clocks.stretching)
+    );
+    println!("  hinges: {}, {}", s.model.hinges, range(s.clocks.bending));
+    println!(
+        "  gravity and prescribed forces: clock {:.3e} s",
+        s.clocks.external
+    );
+    println!("  force events on the queue: {}", s.model.force_events);
+    Ok(())
+}

@@ -1,1 +1,356 @@
-//! engine
+//! The event loop (thesis Alg. 5 and 7): pop the earliest event, apply it, reschedule.
+//!
+//! Every force has a fixed clock and fires at `n * h` for `n = 0, 1, 2, ...` (computed from the
+//! tick count, never accumulated, so clocks do not drift). Ties are broken by event id, so a run
+//! is a pure function of its input. Snapshots read positions at their time without writing.
+
+mod build;
+mod stats;
+
+use std::time::Instant;
+
+use glam::DVec3;
+
+use crate::events::{EventKind, EventQueue, EventTable};
+use crate::forces::external::{gravity_tick, Drag, PrescribedForce, ScriptedMotion};
+use crate::forces::{HingeFamily, SpringFamily};
+use crate::ids::EventId;
+use crate::profile::zone;
+use crate::scene::{Scene, SceneError};
+use crate::state::{VertexKind, VertexState};
+
+pub use stats::{ClockRange, Clocks, EventCounts, ModelSize, Stats};
+
+/// One object's slice of the global buffers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectRange {
+    /// Object name.
+    pub name: String,
+    /// First global vertex index.
+    pub first_vertex: u32,
+    /// Number of vertices.
+    pub vertex_count: u32,
+    /// First global triangle index.
+    pub first_triangle: u32,
+    /// Number of triangles.
+    pub triangle_count: u32,
+}
+
+/// What a force event updates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ForceTarget {
+    /// All springs (a super-element).
+    AllSprings,
+    /// One spring.
+    Spring(u32),
+    /// All hinges (a super-element).
+    AllHinges,
+    /// One hinge.
+    Hinge(u32),
+    /// Gravity on every free vertex.
+    Gravity,
+    /// A prescribed force.
+    Prescribed(u32),
+    /// Air drag.
+    Drag,
+}
+
+/// A force event's target and clock; `tick` counts the ticks done, so the next is at
+/// `tick * clock`.
+#[derive(Clone, Copy, Debug)]
+struct ForceEvent {
+    target: ForceTarget,
+    clock: f64,
+    tick: u64,
+}
+
+impl ForceEvent {
+    fn next_time(&self) -> f64 {
+        self.tick as f64 * self.clock
+    }
+}
+
+/// A frame handed to a [`FrameSink`]: positions of every vertex at the frame time.
+#[derive(Debug)]
+pub struct Frame<'a> {
+    /// Frame number, from 0.
+    pub index: u64,
+    /// Simulated time (s).
+    pub time: f64,
+    /// Global vertex positions at `time`.
+    pub positions: &'a [DVec3],
+    /// The simulation, for reading anything else (velocities, stats, topology).
+    pub simulation: &'a Simulation,
+}
+
+/// Receives frames as the simulation reaches them (file writers, progress, analysis).
+pub trait FrameSink {
+    /// Handles one frame; an error stops the run.
+    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError>;
+}
+
+/// A sink that ignores frames.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoFrames;
+
+impl FrameSink for NoFrames {
+    fn frame(&mut self, _frame: &Frame<'_>) -> Result<(), RunError> {
+        Ok(())
+    }
+}
+
+/// Why a run stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The state is no longer finite: the run would write garbage, so it stops first.
+    #[error(
+        "the simulation diverged at t = {time} s: vertex {vertex} is at a non-finite position. \
+         A clock is too large for the material: lower integrator.safety, or drop integrator.clock"
+    )]
+    Diverged {
+        /// Simulated time of the check.
+        time: f64,
+        /// First bad vertex (global index).
+        vertex: usize,
+    },
+    /// A frame sink failed (for example a full disk).
+    #[error("output failed: {0}")]
+    Output(#[from] std::io::Error),
+    /// An invariant of the engine broke: a bug, reported with the event.
+    #[error("internal error at t = {time} s, event {event}: {message}")]
+    Internal {
+        /// Simulated time.
+        time: f64,
+        /// The event being processed.
+        event: u32,
+        /// What broke.
+        message: String,
+    },
+}
+
+/// A running simulation: the state, the force families, the event queue.
+#[derive(Debug)]
+pub struct Simulation {
+    name: String,
+    objects: Vec<ObjectRange>,
+    triangles: Vec<[u32; 3]>,
+    state: VertexState,
+    springs: SpringFamily,
+    hinges: HingeFamily,
+    gravity: DVec3,
+    prescribed: Vec<PrescribedForce>,
+    drag: Drag,
+    scripts: Vec<ScriptedMotion>,
+    next_key: Vec<usize>,
+    forces: Vec<ForceEvent>,
+    events: EventTable,
+    queue: EventQueue,
+    frame_interval: f64,
+    next_frame: u64,
+    time: f64,
+    scratch: Vec<DVec3>,
+    stats: Stats,
+}
+
+impl Simulation {
+    /// Builds a simulation from a scene (validated first).
+    pub fn new(scene: &Scene) -> Result<Self, SceneError> {
+        build::simulation(scene)
+    }
+
+    /// Scene name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The current simulated time: every event before it has been processed.
+    pub fn time(&self) -> f64 {
+        self.time
+    }
+
+    /// The vertex buffers (positions at each vertex's own clock; see [`VertexState`]).
+    pub fn state(&self) -> &VertexState {
+        &self.state
+    }
+
+    /// Objects and their slices of the global buffers.
+    pub fn objects(&self) -> &[ObjectRange] {
+        &self.objects
+    }
+
+    /// All triangles, in global vertex indices.
+    pub fn triangles(&self) -> &[[u32; 3]] {
+        &self.triangles
+    }
+
+    /// The stretching family.
+    pub fn springs(&self) -> &SpringFamily {
+        &self.springs
+    }
+
+    /// The bending family.
+    pub fn hinges(&self) -> &HingeFamily {
+        &self.hinges
+    }
+
+    /// Gravitational acceleration.
+    pub fn gravity(&self) -> DVec3 {
+        self.gravity
+    }
+
+    /// Time between frames.
+    pub fn frame_interval(&self) -> f64 {
+        self.frame_interval
+    }
+
+    /// Statistics so far.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Writes every vertex's position at time `s` into `out`.
+    pub fn positions_at(&self, s: f64, out: &mut Vec<DVec3>) {
+        self.state.positions_at(s, out);
+    }
+
+    /// Sets the velocity of vertex `vertex` from the current time on (for embedding: steer a
+    /// scripted obstacle between calls to [`Self::run_until`], or set initial conditions).
+    /// Returns false, changing nothing, if the vertex does not exist or is fixed.
+    pub fn set_velocity(&mut self, vertex: usize, velocity: DVec3) -> bool {
+        if vertex >= self.state.len() || self.state.kind[vertex] == VertexKind::Fixed {
+            return false;
+        }
+        self.state.rebase(vertex, self.time);
+        self.state.v[vertex] = velocity;
+        true
+    }
+
+    /// Processes every event up to and including time `until`, handing frames to `sink`.
+    pub fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), RunError> {
+        let started = Instant::now();
+        let result = self.event_loop(until, sink);
+        self.stats.wall_seconds += started.elapsed().as_secs_f64();
+        self.stats.events_total = self.stats.events.total();
+        self.stats.events_per_second = if self.stats.wall_seconds > 0.0 {
+            self.stats.events_total as f64 / self.stats.wall_seconds
+        } else {
+            0.0
+        };
+        self.stats.threads = rayon::current_num_threads();
+        result
+    }
+
+    fn event_loop(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), RunError> {
+        while let Some((id, t)) = self.queue.peek() {
+            if t > until {
+                break;
+            }
+            let _pop = zone!("pop");
+            self.queue.pop();
+            self.time = t;
+            self.stats.simulated_seconds = t;
+            match self.events.kind(id) {
+                EventKind::Force => self.fire_force(id, t),
+                EventKind::Script => self.fire_script(id),
+                EventKind::Snapshot => self.fire_snapshot(id, t, sink)?,
+                other => {
+                    return Err(RunError::Internal {
+                        time: t,
+                        event: id.0,
+                        message: format!("no handler for {other:?} events"),
+                    })
+                }
+            }
+        }
+        if until.is_finite() {
+            self.time = self.time.max(until);
+            self.stats.simulated_seconds = self.time;
+        }
+        Ok(())
+    }
+
+    fn fire_force(&mut self, id: EventId, t: f64) {
+        let _force = zone!("force");
+        let index = self.events.payload(id) as usize;
+        let ForceEvent { target, clock, .. } = self.forces[index];
+        let counts = &mut self.stats.events;
+        match target {
+            ForceTarget::AllSprings => {
+                self.state.positions_at(t, &mut self.scratch);
+                self.springs
+                    .tick_all(t, clock, &self.scratch, &mut self.state);
+                counts.stretching += 1;
+            }
+            ForceTarget::Spring(e) => {
+                self.springs.tick_one(e as usize, t, clock, &mut self.state);
+                counts.stretching += 1;
+            }
+            ForceTarget::AllHinges => {
+                self.state.positions_at(t, &mut self.scratch);
+                self.hinges
+                    .tick_all(t, clock, &self.scratch, &mut self.state);
+                counts.bending += 1;
+            }
+            ForceTarget::Hinge(e) => {
+                self.hinges.tick_one(e as usize, t, clock, &mut self.state);
+                counts.bending += 1;
+            }
+            ForceTarget::Gravity => {
+                gravity_tick(&mut self.state, self.gravity, t, clock);
+                counts.gravity += 1;
+            }
+            ForceTarget::Prescribed(f) => {
+                self.prescribed[f as usize].tick(&mut self.state, t, clock);
+                counts.prescribed += 1;
+            }
+            ForceTarget::Drag => {
+                self.drag.tick(&mut self.state, t);
+                counts.drag += 1;
+            }
+        }
+        let force = &mut self.forces[index];
+        force.tick += 1;
+        self.queue.push(id, force.next_time());
+    }
+
+    fn fire_script(&mut self, id: EventId) {
+        let index = self.events.payload(id) as usize;
+        let key = self.next_key[index];
+        self.scripts[index].apply_key(&mut self.state, key);
+        self.stats.events.script += 1;
+        self.next_key[index] = key + 1;
+        if let Some(&(t_next, _)) = self.scripts[index].keys.get(key + 1) {
+            self.queue.push(id, t_next);
+        }
+    }
+
+    fn fire_snapshot(
+        &mut self,
+        id: EventId,
+        t: f64,
+        sink: &mut dyn FrameSink,
+    ) -> Result<(), RunError> {
+        let _snapshot = zone!("snapshot");
+        let mut positions = std::mem::take(&mut self.scratch);
+        self.state.positions_at(t, &mut positions);
+        if let Some(vertex) = positions.iter().position(|p| !p.is_finite()) {
+            self.scratch = positions;
+            return Err(RunError::Diverged { time: t, vertex });
+        }
+        let frame = Frame {
+            index: self.next_frame,
+            time: t,
+            positions: &positions,
+            simulation: self,
+        };
+        let result = sink.frame(&frame);
+        self.scratch = positions;
+        result?;
+        self.stats.events.snapshot += 1;
+        self.stats.frames += 1;
+        self.next_frame += 1;
+        self.queue
+            .push(id, self.next_frame as f64 * self.frame_interval);
+        Ok(())
+    }
+}

@@ -1,1 +1,668 @@
-//! bending
+//! Discrete Shells bending (Grinspun et al. 2003) on hinges, with position-based damping.
+//!
+//! A hinge `[x0, x1, x2, x3]` has interior edge `e = x1 - x0` shared by the triangles
+//! `A = (x0, x1, x2)` and `B = (x1, x0, x3)`, both counter-clockwise, with area-weighted normals
+//!
+//! ```text
+//! nA = e x (x2 - x0),    nB = (x3 - x0) x e        (|nA| = |e| hA, |nB| = |e| hB)
+//! ```
+//!
+//! where `hA`, `hB` are the heights of `x2`, `x3` over the edge line.
+//!
+//! # Sign convention of the dihedral angle
+//!
+//! `theta = atan2(((nA x nB) . e) / |e|, nA . nB)` in `(-pi, pi]`: the angle by which `nB` is rotated
+//! from `nA` about the axis `e / |e|` (right-hand rule). It is `0` for a flat, consistently oriented
+//! sheet and **positive when the hinge is convex with respect to the normals**, i.e. the wings `x2`, `x3`
+//! bend away from the side the normals point to, as at every edge of a convex polyhedron whose
+//! triangles are counter-clockwise seen from outside (outward normals). Equivalently: rotating the
+//! wing `B` rigidly by `+psi` about `e / |e|` (right-hand rule) changes `theta` by `+psi`.
+//!
+//! # Angle gradient
+//!
+//! With `gA = |e| nA / |nA|^2 = n̂A / hA`, `gB = |e| nB / |nB|^2 = n̂B / hB` and the feet of the
+//! heights `alpha = (x2 - x0).e / |e|^2`, `beta = (x3 - x0).e / |e|^2`:
+//!
+//! ```text
+//! dtheta/dx2 = -gA
+//! dtheta/dx3 = -gB
+//! dtheta/dx1 = alpha gA + beta gB
+//! dtheta/dx0 = (1 - alpha) gA + (1 - beta) gB
+//! ```
+//!
+//! Derivation: `theta = phiB - phiA`, the rotation angles of the two normals about `e/|e|`. Moving the
+//! vertices of a triangle changes its unit normal by `dn̂ = -sum_i grad(lambda_i) (n̂ . dx_i)` (barycentric
+//! coordinate gradients `lambda_i`); projecting on the in-plane direction `e/|e| x n̂` and using
+//! `grad(lambda_apex) = u/h`, `grad(lambda_0) . u = -(1 - alpha)/h`, `grad(lambda_1) . u = -alpha/h`
+//! (`u` the in-plane unit normal of the edge towards the apex) gives the above. The gradient sums to
+//! zero (translation invariance) and `sum_i x_i x dtheta/dx_i = 0` (rotation invariance).
+//!
+//! # Energy
+//!
+//! `V = kb (theta - theta0)^2 weight` with `weight = |e0| / h0` from [`rest_weight`] (`h0` one third of
+//! the sum of the two rest heights over the edge). Angle differences are wrapped into `(-pi, pi]`, so a
+//! hinge folding through `theta = pi` sees a continuous force (identical to the plain difference
+//! whenever `|theta - theta0| <= pi`).
+//!
+//! # Degenerate hinges
+//!
+//! If a wing's height is at most `1e-12 |e|` (a zero-area triangle at round-off level, including a
+//! zero-length edge), the hinge has no well-defined angle gradient: [`angle_gradient`] and every
+//! gradient/impulse of this module return zero vectors for that hinge (never NaN), and
+//! [`signed_angle`] stays finite.
+
+use glam::DVec3;
+use std::f64::consts::{PI, TAU};
+
+/// A wing is degenerate when its height is at most this fraction of the edge length.
+const DEGENERATE_HEIGHT_RATIO: f64 = 1e-12;
+
+/// Wraps an angle difference into `(-pi, pi]` (input assumed in `(-3 pi, 3 pi)`).
+#[inline]
+fn wrap(d: f64) -> f64 {
+    if d > PI {
+        d - TAU
+    } else if d <= -PI {
+        d + TAU
+    } else {
+        d
+    }
+}
+
+/// Edge vector, its squared length, and the two area-weighted normals.
+#[inline]
+fn frame(x0: DVec3, x1: DVec3, x2: DVec3, x3: DVec3) -> (DVec3, f64, DVec3, DVec3) {
+    let e = x1 - x0;
+    let na = e.cross(x2 - x0);
+    let nb = (x3 - x0).cross(e);
+    (e, e.length_squared(), na, nb)
+}
+
+/// Angle from the frame; `el = |e|`. `atan2(0, 0) = 0` for degenerate input.
+#[inline]
+fn angle_of(e: DVec3, el: f64, na: DVec3, nb: DVec3) -> f64 {
+    f64::atan2(na.cross(nb).dot(e), na.dot(nb) * el)
+}
+
+/// Angle and its gradient, sharing all intermediate terms.
+#[inline]
+fn angle_and_gradient(x: [DVec3; 4]) -> (f64, [DVec3; 4]) {
+    let (e, e2, na, nb) = frame(x[0], x[1], x[2], x[3]);
+    let el = e2.sqrt();
+    let theta = angle_of(e, el, na, nb);
+    let la2 = na.length_squared();
+    let lb2 = nb.length_squared();
+    // |n|^2 = |e|^2 h^2 <= (ratio |e|)^2 |e|^2 flags a degenerate wing (also e == 0, and NaN).
+    let tol = DEGENERATE_HEIGHT_RATIO * DEGENERATE_HEIGHT_RATIO * e2 * e2;
+    if la2 > tol && lb2 > tol {
+        let ga = na * (el / la2);
+        let gb = nb * (el / lb2);
+        let inv_e2 = e2.recip();
+        let alpha = (x[2] - x[0]).dot(e) * inv_e2;
+        let beta = (x[3] - x[0]).dot(e) * inv_e2;
+        let g1 = ga * alpha + gb * beta;
+        // (1 - alpha) gA + (1 - beta) gB, written so that the four terms cancel to round-off.
+        let g0 = ga + gb - g1;
+        (theta, [g0, g1, -ga, -gb])
+    } else {
+        (theta, [DVec3::ZERO; 4])
+    }
+}
+
+/// Signed dihedral angle `theta = atan2((nA x nB) . e / |e|, nA . nB)` in `(-pi, pi]` (see the module
+/// docs for the sign: positive when convex w.r.t. the normals, 0 for a flat sheet). Robust for all
+/// angles (atan2 of the full sine and cosine terms); `0` for a degenerate hinge.
+#[inline]
+pub fn signed_angle(x0: DVec3, x1: DVec3, x2: DVec3, x3: DVec3) -> f64 {
+    let (e, e2, na, nb) = frame(x0, x1, x2, x3);
+    angle_of(e, e2.sqrt(), na, nb)
+}
+
+/// Rest weight `|e0| / h0 = 3 |e0|^2 / (|nA| + |nB|)`, with `h0 = (hA + hB) / 3` one third of the
+/// sum of the heights of the two rest triangles over the edge (`hA = |nA| / |e0|`). Returns `0` (no
+/// bending) when both rest triangles have zero area.
+///
+/// Note: Grinspun et al. 2003 use a third of the *average* height, i.e. twice this weight; the factor
+/// is absorbed into `kb`.
+#[inline]
+pub fn rest_weight(x0: DVec3, x1: DVec3, x2: DVec3, x3: DVec3) -> f64 {
+    let (_, e2, na, nb) = frame(x0, x1, x2, x3);
+    let d = na.length() + nb.length();
+    if d > 0.0 {
+        3.0 * e2 / d
+    } else {
+        0.0
+    }
+}
+
+/// Closed-form gradient of [`signed_angle`] w.r.t. `[x0, x1, x2, x3]` (formula in the module docs):
+/// `[(1-alpha) gA + (1-beta) gB, alpha gA + beta gB, -gA, -gB]`. Sums to zero and
+/// `sum_i x_i x grad_i = 0` to round-off. Zero for a degenerate hinge.
+#[inline]
+pub fn angle_gradient(x0: DVec3, x1: DVec3, x2: DVec3, x3: DVec3) -> [DVec3; 4] {
+    angle_and_gradient([x0, x1, x2, x3]).1
+}
+
+/// Bending energy `V = kb * weight * wrap(theta - theta0)^2` (erg; `weight = |e0| / h0` from
+/// [`rest_weight`], `kb` in erg).
+#[inline]
+pub fn energy(x: [DVec3; 4], theta0: f64, weight: f64, kb: f64) -> f64 {
+    let d = wrap(signed_angle(x[0], x[1], x[2], x[3]) - theta0);
+    kb * weight * d * d
+}
+
+/// Gradient of [`energy`]: `dV/dx_i = 2 kb weight wrap(theta - theta0) dtheta/dx_i`.
+/// Zero for a degenerate hinge.
+#[inline]
+pub fn gradient(x: [DVec3; 4], theta0: f64, weight: f64, kb: f64) -> [DVec3; 4] {
+    let (theta, g) = angle_and_gradient(x);
+    let s = 2.0 * kb * weight * wrap(theta - theta0);
+    g.map(|gi| gi * s)
+}
+
+/// Position-based damping potential `W = 0.5 * c * weight * wrap(theta - prev_theta)^2`, whose
+/// negative gradient is the damping impulse of one tick (`prev_theta`: the angle at the element's
+/// previous tick; `c` in erg*s).
+#[inline]
+pub fn damping_energy(x: [DVec3; 4], prev_theta: f64, weight: f64, c: f64) -> f64 {
+    let d = wrap(signed_angle(x[0], x[1], x[2], x[3]) - prev_theta);
+    0.5 * c * weight * d * d
+}
+
+/// Gradient of [`damping_energy`]: `dW/dx_i = c weight wrap(theta - prev_theta) dtheta/dx_i`.
+/// Zero for a degenerate hinge.
+#[inline]
+pub fn damping_gradient(x: [DVec3; 4], prev_theta: f64, weight: f64, c: f64) -> [DVec3; 4] {
+    let (theta, g) = angle_and_gradient(x);
+    let s = c * weight * wrap(theta - prev_theta);
+    g.map(|gi| gi * s)
+}
+
+/// Impulse of one tick of length `h`, `-(h dV/dx + dW/dx)`:
+/// `I_i = -weight (2 h kb wrap(theta - theta0) + c wrap(theta - prev_theta)) dtheta/dx_i`, plus the
+/// current angle `theta` (store it as the next `prev_theta`). Computes the angle and its gradient
+/// once. Zero impulse for a degenerate hinge.
+#[inline]
+pub fn tick_impulse(
+    x: [DVec3; 4],
+    theta0: f64,
+    weight: f64,
+    kb: f64,
+    c: f64,
+    prev_theta: f64,
+    h: f64,
+) -> ([DVec3; 4], f64) {
+    let (theta, g) = angle_and_gradient(x);
+    let s = -weight * (2.0 * h * kb * wrap(theta - theta0) + c * wrap(theta - prev_theta));
+    (g.map(|gi| gi * s), theta)
+}
+
+/// Stable clock for the hinge from the lumped inverse masses (`0` for a fixed vertex), evaluated at
+/// the configuration `x` (the rest configuration).
+///
+/// Derivation: at rest (`theta = theta0`) the Hessian of `V` is exactly `2 kb weight g g^T` with
+/// `g = dtheta/dx` (the `(theta - theta0) d2theta/dx2` term vanishes), and the damper's is
+/// `c weight g g^T`. In mass-weighted coordinates both are rank one along `M^-1/2 g`, with
+/// `G = sum_i |g_i|^2 / m_i`: a single mode of frequency `w^2 = 2 kb weight G` and damper
+/// `D = c weight G` per unit mass; all other modes are free. That mode obeys the same recurrence as
+/// the spring (see [`super::spring::stable_step`]): stable iff `(h w)^2 + 4 zeta (h w) < 4` with
+/// `zeta = D / (2 w)`, i.e.
+///
+/// ```text
+/// h = safety * 2/w * (sqrt(zeta^2 + 1) - zeta) = safety * 2 / (sqrt(w^2 + g^2) + g),  g = D / 2
+/// ```
+///
+/// This bound is sharp for small deviations from rest; choose `safety < 1` for large folds (where
+/// the curvature term adds stiffness). Returns `f64::INFINITY` when nothing can move or
+/// `kb == c == 0` (and for a degenerate hinge, whose force is zero).
+#[inline]
+pub fn stable_step(
+    x: [DVec3; 4],
+    inv_masses: [f64; 4],
+    weight: f64,
+    kb: f64,
+    c: f64,
+    safety: f64,
+) -> f64 {
+    let g = angle_and_gradient(x).1;
+    let big_g: f64 = (0..4).map(|i| g[i].length_squared() * inv_masses[i]).sum();
+    let w2 = 2.0 * kb * weight * big_g;
+    let half_d = 0.5 * c * weight * big_g;
+    safety * 2.0 / ((w2 + half_d * half_d).sqrt() + half_d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::DQuat;
+
+    /// splitmix64: a tiny seeded generator for reproducible random configurations.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        /// Uniform in [lo, hi).
+        fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+            let u = (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+            lo + (hi - lo) * u
+        }
+        fn vec(&mut self, scale: f64) -> DVec3 {
+            DVec3::new(
+                self.uniform(-scale, scale),
+                self.uniform(-scale, scale),
+                self.uniform(-scale, scale),
+            )
+        }
+        fn rotation(&mut self) -> DQuat {
+            loop {
+                let q = DQuat::from_xyzw(
+                    self.uniform(-1.0, 1.0),
+                    self.uniform(-1.0, 1.0),
+                    self.uniform(-1.0, 1.0),
+                    self.uniform(-1.0, 1.0),
+                );
+                if q.length() > 0.1 {
+                    return q.normalize();
+                }
+            }
+        }
+    }
+
+    /// A hinge built in a local frame with known signed angle `psi`, then rigidly rotated by `q`
+    /// and translated by `t`: edge along +x of length `len`; wing A in the xy plane at +y (normal +z);
+    /// wing B, flat at -y, rotated by `psi` about +x.
+    fn hinge(
+        len: f64,
+        wing_a: (f64, f64),
+        wing_b: (f64, f64),
+        psi: f64,
+        q: DQuat,
+        t: DVec3,
+    ) -> [DVec3; 4] {
+        let x0 = DVec3::ZERO;
+        let x1 = DVec3::new(len, 0.0, 0.0);
+        let x2 = DVec3::new(wing_a.0 * len, wing_a.1 * len, 0.0);
+        let flat_b = DVec3::new(wing_b.0 * len, -wing_b.1 * len, 0.0);
+        let x3 = DQuat::from_rotation_x(psi) * flat_b;
+        [x0, x1, x2, x3].map(|p| q * p + t)
+    }
+
+    /// A random non-degenerate hinge with known angle in [-2.8, 2.8] (strong folds included).
+    fn random_hinge(rng: &mut Rng) -> ([DVec3; 4], f64, f64) {
+        let len = rng.uniform(0.1, 10.0);
+        let a = (rng.uniform(-0.5, 1.5), rng.uniform(0.2, 1.5));
+        let b = (rng.uniform(-0.5, 1.5), rng.uniform(0.2, 1.5));
+        let psi = rng.uniform(-2.8, 2.8);
+        let q = rng.rotation();
+        let t = rng.vec(10.0);
+        (hinge(len, a, b, psi, q, t), psi, len)
+    }
+
+    fn fd_gradient(x: [DVec3; 4], step: f64, f: impl Fn([DVec3; 4]) -> f64) -> [DVec3; 4] {
+        let mut g = [DVec3::ZERO; 4];
+        for i in 0..4 {
+            for a in 0..3 {
+                let mut xp = x;
+                let mut xm = x;
+                xp[i][a] += step;
+                xm[i][a] -= step;
+                g[i][a] = (f(xp) - f(xm)) / (2.0 * step);
+            }
+        }
+        g
+    }
+
+    fn norm(a: [DVec3; 4]) -> f64 {
+        a.iter().map(|v| v.length_squared()).sum::<f64>().sqrt()
+    }
+
+    fn rel_err(a: [DVec3; 4], b: [DVec3; 4]) -> f64 {
+        norm([a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3]]) / norm(b)
+    }
+
+    fn angle(x: [DVec3; 4]) -> f64 {
+        signed_angle(x[0], x[1], x[2], x[3])
+    }
+
+    #[test]
+    fn flat_sheet_is_zero() {
+        let x = [
+            DVec3::ZERO,
+            DVec3::new(1.0, 0.0, 0.0),
+            DVec3::new(0.3, 0.8, 0.0),
+            DVec3::new(0.6, -0.5, 0.0),
+        ];
+        assert_eq!(angle(x), 0.0);
+        let mut rng = Rng(7);
+        for _ in 0..50 {
+            let (x, _, _) = {
+                let len = rng.uniform(0.1, 5.0);
+                let q = rng.rotation();
+                let t = rng.vec(100.0);
+                (hinge(len, (0.2, 0.7), (0.9, 0.4), 0.0, q, t), 0.0, len)
+            };
+            assert!(angle(x).abs() < 1e-12, "{}", angle(x));
+        }
+    }
+
+    #[test]
+    fn known_fold_angle_and_sign() {
+        // Wing B folded down (away from the +z normals): convex, positive.
+        let x = hinge(
+            1.0,
+            (0.5, 1.0),
+            (0.5, 1.0),
+            0.25,
+            DQuat::IDENTITY,
+            DVec3::ZERO,
+        );
+        assert!(x[3].z < 0.0);
+        assert!((angle(x) - 0.25).abs() < 1e-15, "{}", angle(x));
+        let x = hinge(
+            1.0,
+            (0.5, 1.0),
+            (0.5, 1.0),
+            -1.0,
+            DQuat::IDENTITY,
+            DVec3::ZERO,
+        );
+        assert!(x[3].z > 0.0);
+        assert!((angle(x) + 1.0).abs() < 1e-15, "{}", angle(x));
+        // Random hinges with known angle, under random rigid motions.
+        let mut rng = Rng(11);
+        for _ in 0..500 {
+            let (x, psi, _) = random_hinge(&mut rng);
+            assert!((angle(x) - psi).abs() < 1e-11, "{} vs {psi}", angle(x));
+        }
+        // Almost fully folded, either side of pi: stays in (-pi, pi].
+        let x = hinge(
+            1.0,
+            (0.5, 1.0),
+            (0.5, 1.0),
+            PI - 1e-3,
+            DQuat::IDENTITY,
+            DVec3::ZERO,
+        );
+        assert!((angle(x) - (PI - 1e-3)).abs() < 1e-12);
+        let x = hinge(
+            1.0,
+            (0.5, 1.0),
+            (0.5, 1.0),
+            PI + 1e-3,
+            DQuat::IDENTITY,
+            DVec3::ZERO,
+        );
+        assert!((angle(x) - (-PI + 1e-3)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn convex_polyhedron_edges_are_positive() {
+        // Regular tetrahedron, faces counter-clockwise seen from outside.
+        let p = [
+            DVec3::new(1.0, 1.0, 1.0),
+            DVec3::new(1.0, -1.0, -1.0),
+            DVec3::new(-1.0, 1.0, -1.0),
+            DVec3::new(-1.0, -1.0, 1.0),
+        ];
+        let faces = [[0, 1, 2], [0, 3, 1], [0, 2, 3], [1, 3, 2]];
+        for f in faces {
+            let n = (p[f[1]] - p[f[0]]).cross(p[f[2]] - p[f[0]]);
+            assert!(n.dot(p[f[0]]) > 0.0, "face {f:?} not outward");
+        }
+        let want = PI - (1.0f64 / 3.0).acos();
+        for fa in faces {
+            for k in 0..3 {
+                let (i, j, a) = (fa[k], fa[(k + 1) % 3], fa[(k + 2) % 3]);
+                // The face containing the directed edge j -> i.
+                let fb = faces
+                    .iter()
+                    .find(|f| (0..3).any(|m| f[m] == j && f[(m + 1) % 3] == i))
+                    .unwrap();
+                let b = *fb.iter().find(|&&v| v != i && v != j).unwrap();
+                let th = signed_angle(p[i], p[j], p[a], p[b]);
+                assert!((th - want).abs() < 1e-14, "{th} vs {want}");
+            }
+        }
+    }
+
+    #[test]
+    fn angle_invariant_under_rigid_motion() {
+        let mut rng = Rng(13);
+        for _ in 0..200 {
+            let (x, _, _) = random_hinge(&mut rng);
+            let q = rng.rotation();
+            let t = rng.vec(50.0);
+            let y = x.map(|p| q * p + t);
+            assert!((angle(x) - angle(y)).abs() < 1e-11);
+            assert!(
+                (rest_weight(x[0], x[1], x[2], x[3]) - rest_weight(y[0], y[1], y[2], y[3])).abs()
+                    < 1e-11 * rest_weight(x[0], x[1], x[2], x[3])
+            );
+        }
+    }
+
+    #[test]
+    fn rest_weight_known_value() {
+        // |e| = 2, heights 1 and 3: h0 = 4/3, weight = 1.5.
+        let x = hinge(
+            2.0,
+            (0.3, 0.5),
+            (0.8, 1.5),
+            0.7,
+            DQuat::IDENTITY,
+            DVec3::ZERO,
+        );
+        let w = rest_weight(x[0], x[1], x[2], x[3]);
+        assert!((w - 1.5).abs() < 1e-14, "{w}");
+        let p = DVec3::ONE;
+        assert_eq!(rest_weight(p, p, p, p), 0.0);
+    }
+
+    #[test]
+    fn angle_gradient_matches_finite_differences() {
+        let mut rng = Rng(17);
+        for _ in 0..300 {
+            let (x, _, len) = random_hinge(&mut rng);
+            let g = angle_gradient(x[0], x[1], x[2], x[3]);
+            let fd = fd_gradient(x, 1e-6 * len, angle);
+            let err = rel_err(fd, g);
+            assert!(err < 1e-6, "rel err {err} at {x:?}");
+        }
+    }
+
+    #[test]
+    fn angle_gradient_translation_and_rotation_invariance() {
+        let mut rng = Rng(19);
+        for _ in 0..300 {
+            let (x, _, _) = random_hinge(&mut rng);
+            let g = angle_gradient(x[0], x[1], x[2], x[3]);
+            let sum: DVec3 = g.iter().sum();
+            let scale: f64 = g.iter().map(|v| v.length()).sum();
+            assert!(sum.length() <= 1e-12 * scale, "sum {sum} scale {scale}");
+            let torque: DVec3 = (0..4).map(|i| x[i].cross(g[i])).sum();
+            let tscale: f64 = (0..4).map(|i| x[i].length() * g[i].length()).sum();
+            assert!(
+                torque.length() <= 1e-12 * tscale,
+                "torque {torque} scale {tscale}"
+            );
+        }
+    }
+
+    #[test]
+    fn energy_gradient_matches_finite_differences() {
+        let mut rng = Rng(23);
+        for _ in 0..300 {
+            let (x, psi, len) = random_hinge(&mut rng);
+            let theta0 = psi + rng.uniform(0.05, 0.5) * if psi > 0.0 { -1.0 } else { 1.0 };
+            let w = rest_weight(x[0], x[1], x[2], x[3]);
+            let kb = rng.uniform(1e-3, 10.0);
+            let g = gradient(x, theta0, w, kb);
+            let fd = fd_gradient(x, 1e-6 * len, |y| energy(y, theta0, w, kb));
+            let err = rel_err(fd, g);
+            assert!(err < 1e-6, "rel err {err} psi {psi} theta0 {theta0}");
+        }
+    }
+
+    #[test]
+    fn damping_gradient_matches_finite_differences() {
+        let mut rng = Rng(29);
+        for _ in 0..300 {
+            let (x, psi, len) = random_hinge(&mut rng);
+            let prev = psi + rng.uniform(-0.3, 0.3);
+            let w = rng.uniform(0.5, 5.0);
+            let c = rng.uniform(1e-3, 1.0);
+            let g = damping_gradient(x, prev, w, c);
+            let fd = fd_gradient(x, 1e-6 * len, |y| damping_energy(y, prev, w, c));
+            let err = rel_err(fd, g);
+            assert!(err < 1e-6, "rel err {err} psi {psi} prev {prev}");
+        }
+    }
+
+    #[test]
+    fn differences_wrap_across_pi() {
+        let x = hinge(
+            1.0,
+            (0.5, 1.0),
+            (0.5, 1.0),
+            PI + 0.05,
+            DQuat::IDENTITY,
+            DVec3::ZERO,
+        );
+        let th = angle(x);
+        assert!((th - (-PI + 0.05)).abs() < 1e-12);
+        // prev = pi - 0.05 is 0.1 behind, not 2 pi - 0.1.
+        let w = damping_energy(x, PI - 0.05, 2.0, 3.0);
+        assert!((w - 0.5 * 3.0 * 2.0 * 0.01).abs() < 1e-12, "{w}");
+        let v = energy(x, PI - 0.05, 2.0, 3.0);
+        assert!((v - 3.0 * 2.0 * 0.01).abs() < 1e-12, "{v}");
+        // The force pushes back across pi: along -dtheta (theta0 is "behind").
+        let g = gradient(x, PI - 0.05, 2.0, 3.0);
+        let dg = angle_gradient(x[0], x[1], x[2], x[3]);
+        let proj: f64 = (0..4).map(|i| g[i].dot(dg[i])).sum();
+        assert!(proj > 0.0);
+    }
+
+    #[test]
+    fn tick_impulse_is_minus_h_grad_v_plus_grad_w() {
+        let mut rng = Rng(31);
+        for _ in 0..200 {
+            let (x, psi, _) = random_hinge(&mut rng);
+            let theta0 = rng.uniform(-1.0, 1.0);
+            let prev = psi + rng.uniform(-0.2, 0.2);
+            let (w, kb, c, h) = (
+                rng.uniform(0.5, 5.0),
+                rng.uniform(1e-3, 10.0),
+                rng.uniform(0.0, 1.0),
+                rng.uniform(1e-6, 1e-2),
+            );
+            let (imp, th) = tick_impulse(x, theta0, w, kb, c, prev, h);
+            assert_eq!(th, angle(x));
+            let gv = gradient(x, theta0, w, kb);
+            let gw = damping_gradient(x, prev, w, c);
+            let want: [DVec3; 4] = std::array::from_fn(|i| -(gv[i] * h + gw[i]));
+            let scale = norm(want);
+            for i in 0..4 {
+                assert!(
+                    (imp[i] - want[i]).length() <= 1e-13 * scale,
+                    "{imp:?} vs {want:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn degenerate_hinge_gives_zero_gradient() {
+        let x0 = DVec3::ZERO;
+        let x1 = DVec3::new(1.0, 0.0, 0.0);
+        let good = DVec3::new(0.5, 1.0, 0.3);
+        // Wing A collapsed onto the edge line; then wing B; then a zero-length edge.
+        let cases = [
+            [x0, x1, DVec3::new(2.0, 0.0, 0.0), good],
+            [x0, x1, good, DVec3::new(0.3, 0.0, 0.0)],
+            [x0, x0, good, DVec3::new(0.2, -1.0, 0.0)],
+        ];
+        for x in cases {
+            let th = angle(x);
+            assert!(th.is_finite());
+            assert_eq!(angle_gradient(x[0], x[1], x[2], x[3]), [DVec3::ZERO; 4]);
+            assert_eq!(gradient(x, 0.3, 1.0, 1.0), [DVec3::ZERO; 4]);
+            assert_eq!(damping_gradient(x, 0.3, 1.0, 1.0), [DVec3::ZERO; 4]);
+            let (imp, t) = tick_impulse(x, 0.3, 1.0, 1.0, 1.0, 0.1, 0.01);
+            assert_eq!(imp, [DVec3::ZERO; 4]);
+            assert!(t.is_finite());
+            assert!(energy(x, 0.3, 1.0, 1.0).is_finite());
+            assert_eq!(stable_step(x, [1.0; 4], 1.0, 1.0, 1.0, 0.9), f64::INFINITY);
+        }
+    }
+
+    /// Integrates one hinge with symplectic Euler on clock `h` from a tiny perturbation of its rest
+    /// state along the stiff mode; returns the largest ratio of total energy to initial energy.
+    fn hinge_energy_ratio(rest: [DVec3; 4], inv_m: [f64; 4], kb: f64, c: f64, h: f64) -> f64 {
+        let theta0 = angle(rest);
+        let w = rest_weight(rest[0], rest[1], rest[2], rest[3]);
+        let g = angle_gradient(rest[0], rest[1], rest[2], rest[3]);
+        let mut x: [DVec3; 4] = std::array::from_fn(|i| rest[i] + g[i] * (inv_m[i] * 1e-7));
+        let mut v = [DVec3::ZERO; 4];
+        let total = |x: &[DVec3; 4], v: &[DVec3; 4]| {
+            let ke: f64 = (0..4)
+                .filter(|&i| inv_m[i] > 0.0)
+                .map(|i| 0.5 * v[i].length_squared() / inv_m[i])
+                .sum();
+            energy(*x, theta0, w, kb) + ke
+        };
+        let e0 = total(&x, &v);
+        let mut prev = angle(x);
+        let mut worst: f64 = 1.0;
+        for _ in 0..20_000 {
+            let (imp, th) = tick_impulse(x, theta0, w, kb, c, prev, h);
+            prev = th;
+            for i in 0..4 {
+                v[i] += imp[i] * inv_m[i];
+                x[i] += v[i] * h;
+            }
+            worst = worst.max(total(&x, &v) / e0);
+            if worst.is_nan() || worst >= 1e7 {
+                break;
+            }
+        }
+        worst
+    }
+
+    #[test]
+    fn stable_step_bound_is_sharp_and_damping_lowers_it() {
+        let rest = hinge(
+            1.3,
+            (0.4, 0.9),
+            (0.7, 0.6),
+            0.6,
+            DQuat::from_rotation_y(0.3),
+            DVec3::new(1.0, 2.0, 3.0),
+        );
+        let w = rest_weight(rest[0], rest[1], rest[2], rest[3]);
+        let kb = 50.0;
+        for inv_m in [[20.0, 30.0, 25.0, 40.0], [0.0, 30.0, 25.0, 0.0]] {
+            let mut last = f64::INFINITY;
+            for c in [0.0, 0.1, 1.0] {
+                let h = stable_step(rest, inv_m, w, kb, c, 1.0);
+                assert!(h < last, "damping must lower the step");
+                last = h;
+                let ok = hinge_energy_ratio(rest, inv_m, kb, c, 0.99 * h);
+                assert!(ok < 1e3, "0.99x bound, c = {c}: ratio {ok}");
+                let bad = hinge_energy_ratio(rest, inv_m, kb, c, 1.05 * h);
+                assert!(bad > 1e6, "1.05x bound, c = {c}: ratio {bad}");
+            }
+        }
+        // A fixed vertex (inverse mass 0) contributes nothing.
+        let g = angle_gradient(rest[0], rest[1], rest[2], rest[3]);
+        let big_g = g[1].length_squared() * 3.0 + g[2].length_squared() * 2.0;
+        let want = 0.8 * 2.0 / (2.0 * kb * w * big_g).sqrt();
+        let got = stable_step(rest, [0.0, 3.0, 2.0, 0.0], w, kb, 0.0, 0.8);
+        assert!((got - want).abs() <= 1e-12 * want, "{got} vs {want}");
+    }
+}

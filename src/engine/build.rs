@@ -1,0 +1,251 @@
+//! Assembly of a [`Simulation`] from a [`Scene`]: global buffers, masses, element families,
+//! clocks, and the initial events.
+
+use glam::DVec3;
+
+use super::{
+    ClockRange, Clocks, ForceEvent, ForceTarget, ModelSize, ObjectRange, Simulation, Stats,
+};
+use crate::events::{EventKind, EventQueue, EventTable};
+use crate::forces::external::{Drag, PrescribedForce, ScriptedMotion};
+use crate::forces::{ElementKernel, HingeFamily, HingeKernel, SpringFamily, SpringKernel};
+use crate::mesh::{lumped_masses, Topology};
+use crate::scene::{Grouping, Scene, SceneError, VertexSet};
+use crate::state::{VertexKind, VertexState};
+
+/// External forces tick this many times per frame when no elastic clock sets their pace.
+const EXTERNAL_TICKS_PER_FRAME: f64 = 100.0;
+
+pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
+    scene.validate()?;
+    let mut objects = Vec::with_capacity(scene.objects.len());
+    let mut state = VertexState::default();
+    let mut triangles = Vec::with_capacity(scene.triangle_count());
+    let mut topologies = Vec::with_capacity(scene.objects.len());
+    for (i, object) in scene.objects.iter().enumerate() {
+        let first_vertex = state.len() as u32;
+        let mesh = &object.mesh;
+        objects.push(ObjectRange {
+            name: object.name.clone(),
+            first_vertex,
+            vertex_count: mesh.positions.len() as u32,
+            first_triangle: triangles.len() as u32,
+            triangle_count: mesh.triangles.len() as u32,
+        });
+        triangles.extend(mesh.triangles.iter().map(|t| t.map(|v| v + first_vertex)));
+        let masses = lumped_masses(mesh, object.material.density);
+        let kind = if object.fixed {
+            VertexKind::Fixed
+        } else {
+            VertexKind::Free
+        };
+        for (&x, &m) in mesh.positions.iter().zip(&masses) {
+            state.x.push(x);
+            state.t.push(0.0);
+            state.v.push(if object.fixed {
+                DVec3::ZERO
+            } else {
+                object.velocity
+            });
+            state.mass.push(m);
+            state
+                .inv_mass
+                .push(if object.fixed { 0.0 } else { 1.0 / m });
+            state.kind.push(kind);
+        }
+        topologies.push(Topology::build(mesh).map_err(|e| SceneError::mesh(i, &e))?);
+    }
+    let global = |set: &VertexSet| -> Vec<u32> {
+        let offset = objects[set.object].first_vertex;
+        set.vertices.iter().map(|v| v + offset).collect()
+    };
+    for set in &scene.fixed {
+        for v in global(set) {
+            let v = v as usize;
+            state.kind[v] = VertexKind::Fixed;
+            state.inv_mass[v] = 0.0;
+            state.v[v] = DVec3::ZERO;
+        }
+    }
+    let scripts: Vec<ScriptedMotion> = scene
+        .scripts
+        .iter()
+        .map(|s| {
+            let vertices = global(&s.set);
+            for &v in &vertices {
+                let v = v as usize;
+                state.kind[v] = VertexKind::Scripted;
+                state.inv_mass[v] = 0.0;
+                state.v[v] = DVec3::ZERO;
+            }
+            ScriptedMotion {
+                vertices,
+                keys: s.keys.clone(),
+            }
+        })
+        .collect();
+    let prescribed: Vec<PrescribedForce> = scene
+        .forces
+        .iter()
+        .map(|f| PrescribedForce {
+            vertices: global(&f.set),
+            force: f.force,
+            start: f.start,
+            end: f.end,
+        })
+        .collect();
+
+    let mut drag = Drag::default();
+    for (object, range) in scene.objects.iter().zip(&objects) {
+        if object.material.drag > 0.0 {
+            for i in range.first_vertex..range.first_vertex + range.vertex_count {
+                let v = i as usize;
+                if state.inv_mass[v] > 0.0 {
+                    drag.push(i, object.material.drag, state.mass[v], state.x[v]);
+                }
+            }
+        }
+    }
+    let mut springs = SpringKernel::default();
+    let mut hinges = HingeKernel::default();
+    for ((object, range), topology) in scene.objects.iter().zip(&objects).zip(&topologies) {
+        if object.fixed {
+            continue;
+        }
+        let m = &object.material;
+        let offset = range.first_vertex;
+        let moves = |v: u32| state.inv_mass[v as usize] > 0.0;
+        if m.stretch > 0.0 || m.stretch_damping > 0.0 {
+            for &[a, b] in &topology.edges {
+                let (a, b) = (a + offset, b + offset);
+                if moves(a) || moves(b) {
+                    springs.push(a, b, &state.x, m.stretch, m.stretch_damping);
+                }
+            }
+        }
+        if m.bend > 0.0 || m.bend_damping > 0.0 {
+            for hinge in &topology.hinges {
+                let hinge = hinge.map(|v| v + offset);
+                if hinge.iter().any(|&v| moves(v)) {
+                    hinges.push(hinge, &state.x, m.bend, m.bend_damping);
+                }
+            }
+        }
+    }
+    let integ = scene.integrator;
+    let uniform = |n: usize| integ.clock.map(|h| vec![h; n]);
+    let spring_clocks = uniform(springs.ends.len()).unwrap_or_else(|| {
+        springs.stable_clocks(&springs.inverse_mass_shares(&state.inv_mass), integ.safety)
+    });
+    let hinge_clocks = uniform(hinges.verts.len()).unwrap_or_else(|| {
+        hinges.stable_clocks(
+            &state.x,
+            &hinges.inverse_mass_shares(&state.inv_mass),
+            integ.safety,
+        )
+    });
+    let springs = SpringFamily::new(springs, spring_clocks, &state.x, state.len());
+    let hinges = HingeFamily::new(hinges, hinge_clocks, &state.x, state.len());
+
+    let elastic_min = [springs.min_clock(), hinges.min_clock()]
+        .into_iter()
+        .flatten()
+        .reduce(f64::min);
+    let external_clock = integ.clock.unwrap_or_else(|| {
+        let mut pace = elastic_min.unwrap_or(scene.frame_interval / EXTERNAL_TICKS_PER_FRAME);
+        let drag_rate = drag.max_rate(&state);
+        if drag_rate > 0.0 {
+            pace = pace.min(integ.safety / drag_rate);
+        }
+        scene.frame_interval / (scene.frame_interval / pace).ceil()
+    });
+
+    let mut forces = Vec::new();
+    let mut push_force = |target, clock| {
+        forces.push(ForceEvent {
+            target,
+            clock,
+            tick: 0,
+        })
+    };
+    match integ.grouping {
+        Grouping::Family => {
+            if let Some(h) = springs.min_clock() {
+                push_force(ForceTarget::AllSprings, h);
+            }
+            if let Some(h) = hinges.min_clock() {
+                push_force(ForceTarget::AllHinges, h);
+            }
+        }
+        Grouping::Element => {
+            for (e, &h) in springs.clocks.iter().enumerate() {
+                push_force(ForceTarget::Spring(e as u32), h);
+            }
+            for (e, &h) in hinges.clocks.iter().enumerate() {
+                push_force(ForceTarget::Hinge(e as u32), h);
+            }
+        }
+    }
+    let free_vertices = state.inv_mass.iter().filter(|&&w| w > 0.0).count();
+    if scene.gravity != DVec3::ZERO && free_vertices > 0 {
+        push_force(ForceTarget::Gravity, external_clock);
+    }
+    if !drag.is_empty() {
+        push_force(ForceTarget::Drag, external_clock);
+    }
+    for f in 0..prescribed.len() {
+        push_force(ForceTarget::Prescribed(f as u32), external_clock);
+    }
+
+    let mut events = EventTable::with_capacity(forces.len() + scripts.len() + 1);
+    let mut queue = EventQueue::with_capacity(forces.len() + scripts.len() + 1);
+    for (i, f) in forces.iter().enumerate() {
+        let handle = events.insert(EventKind::Force, i as u32);
+        queue.push(handle.id, f.next_time());
+    }
+    for (i, s) in scripts.iter().enumerate() {
+        let handle = events.insert(EventKind::Script, i as u32);
+        queue.push(handle.id, s.keys[0].0);
+    }
+    let snapshot = events.insert(EventKind::Snapshot, 0);
+    queue.push(snapshot.id, 0.0);
+
+    let stats = Stats {
+        scene: scene.name.clone(),
+        model: ModelSize {
+            vertices: state.len(),
+            free_vertices,
+            triangles: triangles.len(),
+            springs: springs.len(),
+            hinges: hinges.len(),
+            force_events: forces.len(),
+        },
+        clocks: Clocks {
+            stretching: ClockRange::of(&springs.clocks),
+            bending: ClockRange::of(&hinges.clocks),
+            external: external_clock,
+        },
+        ..Stats::default()
+    };
+    Ok(Simulation {
+        name: scene.name.clone(),
+        next_key: vec![0; scripts.len()],
+        objects,
+        triangles,
+        state,
+        springs,
+        hinges,
+        gravity: scene.gravity,
+        prescribed,
+        drag,
+        scripts,
+        forces,
+        events,
+        queue,
+        frame_interval: scene.frame_interval,
+        next_frame: 0,
+        time: 0.0,
+        scratch: Vec::new(),
+        stats,
+    })
+}

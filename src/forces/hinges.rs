@@ -1,0 +1,97 @@
+//! Discrete-shell bending hinges as an element family.
+
+use glam::DVec3;
+
+use super::bending;
+use super::element_family::{ElementFamily, ElementKernel};
+
+/// All bending hinges of a simulation, one row per interior edge (structure of arrays).
+///
+/// `verts[e]` is the hinge `[edge start, edge end, wing of first triangle, wing of second]` in
+/// global vertex indices; `rest_angle` the signed dihedral angle at rest; `weight` the rest
+/// `|e0| / h0`; `stiffness` `k_b` (erg) and `damping` `c` (erg s); see [`bending`].
+#[derive(Clone, Debug, Default)]
+pub struct HingeKernel {
+    /// Hinge vertices.
+    pub verts: Vec<[u32; 4]>,
+    /// Rest dihedral angle `theta0`.
+    pub rest_angle: Vec<f64>,
+    /// Rest `|e0| / h0`.
+    pub weight: Vec<f64>,
+    /// Bending stiffness `k_b`.
+    pub stiffness: Vec<f64>,
+    /// Damping coefficient `c`.
+    pub damping: Vec<f64>,
+}
+
+/// The bending family: hinges plus their clocks and damping memory.
+pub type HingeFamily = ElementFamily<4, HingeKernel>;
+
+impl HingeKernel {
+    /// Adds a hinge whose rest shape is taken from `rest_positions`.
+    pub fn push(&mut self, verts: [u32; 4], rest_positions: &[DVec3], kb: f64, c: f64) {
+        let [x0, x1, x2, x3] = verts.map(|i| rest_positions[i as usize]);
+        self.verts.push(verts);
+        self.rest_angle.push(bending::signed_angle(x0, x1, x2, x3));
+        self.weight.push(bending::rest_weight(x0, x1, x2, x3));
+        self.stiffness.push(kb);
+        self.damping.push(c);
+    }
+
+    /// The stable clock of every hinge, evaluated at the rest shape `rest_positions`.
+    pub fn stable_clocks(
+        &self,
+        rest_positions: &[DVec3],
+        inv_mass: &[f64],
+        safety: f64,
+    ) -> Vec<f64> {
+        (0..self.verts.len())
+            .map(|e| {
+                let v = self.verts[e];
+                bending::stable_step(
+                    v.map(|i| rest_positions[i as usize]),
+                    v.map(|i| inv_mass[i as usize]),
+                    self.weight[e],
+                    self.stiffness[e],
+                    self.damping[e],
+                    safety,
+                )
+            })
+            .collect()
+    }
+}
+
+impl ElementKernel<4> for HingeKernel {
+    #[inline]
+    fn len(&self) -> usize {
+        self.verts.len()
+    }
+
+    #[inline]
+    fn stencil(&self, e: usize) -> [u32; 4] {
+        self.verts[e]
+    }
+
+    #[inline]
+    fn tick(&self, e: usize, p: [DVec3; 4], memory: f64, h: f64) -> ([DVec3; 4], f64) {
+        bending::tick_impulse(
+            p,
+            self.rest_angle[e],
+            self.weight[e],
+            self.stiffness[e],
+            self.damping[e],
+            memory,
+            h,
+        )
+    }
+
+    #[inline]
+    fn energy(&self, e: usize, p: [DVec3; 4]) -> f64 {
+        bending::energy(p, self.rest_angle[e], self.weight[e], self.stiffness[e])
+    }
+
+    #[inline]
+    fn memory_at(&self, _e: usize, p: [DVec3; 4]) -> f64 {
+        bending::signed_angle(p[0], p[1], p[2], p[3])
+    }
+}

@@ -1,0 +1,41 @@
+//! `energy.csv`: one row of energies and momenta per frame.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use crate::check::measure;
+use crate::engine::{Frame, FrameSink, RunError};
+
+/// Appends a row per frame: time, kinetic, elastic, gravity, total energy, momentum (x, y, z),
+/// angular momentum (x, y, z).
+#[derive(Debug)]
+pub struct EnergyCsv {
+    out: BufWriter<File>,
+}
+
+impl EnergyCsv {
+    /// The CSV header.
+    pub const HEADER: &'static str = "time,kinetic,elastic,gravity,total,px,py,pz,lx,ly,lz";
+
+    /// Creates (truncates) the file and writes the header.
+    pub fn create(path: &Path) -> std::io::Result<Self> {
+        let mut out = BufWriter::new(File::create(path)?);
+        writeln!(out, "{}", Self::HEADER)?;
+        Ok(Self { out })
+    }
+}
+
+impl FrameSink for EnergyCsv {
+    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
+        let c = measure(frame.simulation, frame.time, frame.positions);
+        let (p, l) = (c.momentum, c.angular_momentum);
+        writeln!(
+            self.out,
+            "{},{},{},{},{},{},{},{},{},{},{}",
+            c.time, c.kinetic, c.elastic, c.gravity, c.total, p.x, p.y, p.z, l.x, l.y, l.z
+        )?;
+        self.out.flush()?;
+        Ok(())
+    }
+}

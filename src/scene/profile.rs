@@ -1,0 +1,620 @@
+//! Profile files: TOML -> [`Scene`], with errors that name the file, line and field.
+//!
+//! The schema is documented in `profiles/README.md`. Loading goes in three steps:
+//! 1. `--set key.path=value` overrides are applied to the TOML document ([`apply_override`]);
+//! 2. the document is deserialized into the schema below (unknown keys, wrong types and missing
+//!    fields are rejected by serde with a line number);
+//! 3. meshes are generated or read, placed, selections resolved, and the [`Scene`] validated;
+//!    a validation error's field path is located in the document to give its line.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use glam::{DQuat, DVec3, EulerRot};
+use serde::Deserialize;
+
+use super::{
+    ContactSettings, ForceSpec, Grouping, IntegratorSettings, Material, Scene, SceneError,
+    SceneObject, ScriptSpec, VertexSet,
+};
+use crate::mesh::{self, TriMesh};
+
+/// A profile that could not be loaded: which file, which line (when known), what is wrong.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{file}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct ProfileError {
+    /// The profile's path as given (or `<built-in>`).
+    pub file: String,
+    /// 1-based line of the offending entry, when it can be located.
+    pub line: Option<usize>,
+    /// What is wrong, starting with the field path when there is one.
+    pub message: String,
+}
+
+/// Loads the profile at `path`, applying `overrides` (`key.path=value` strings) first.
+pub fn load(path: &Path, overrides: &[String]) -> Result<Scene, ProfileError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ProfileError {
+        file: file.clone(),
+        line: None,
+        message: format!("cannot read the profile: {e}"),
+    })?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    parse(&text, &file, &base, overrides)
+}
+
+/// Parses profile `text`; `file` names it in errors and `base` resolves relative mesh paths.
+pub fn parse(
+    text: &str,
+    file: &str,
+    base: &Path,
+    overrides: &[String],
+) -> Result<Scene, ProfileError> {
+    let error = |line: Option<usize>, message: String| ProfileError {
+        file: file.to_string(),
+        line,
+        message,
+    };
+    let text = if overrides.is_empty() {
+        text.to_string()
+    } else {
+        let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+            error(line_of_span(text, e.span()), e.message().to_string())
+        })?;
+        for o in overrides {
+            apply_override(&mut doc, o).map_err(|m| error(None, format!("--set {o}: {m}")))?;
+        }
+        doc.to_string()
+    };
+    let schema: ProfileFile = toml::from_str(&text).map_err(|e| {
+        error(
+            line_of_span(&text, e.span()),
+            e.message().trim().to_string(),
+        )
+    })?;
+    let scene = schema
+        .into_scene(base)
+        .map_err(|e| error(locate(&text, &e.path), e.to_string()))?;
+    scene
+        .validate()
+        .map_err(|e| error(locate(&text, &e.path), e.to_string()))?;
+    Ok(scene)
+}
+
+/// Applies one `key.path=value` override to a TOML document.
+///
+/// Path segments are table keys; in an array of tables a segment is either an index
+/// (`object.0.material.density`, or `object[0]...`) or the `name` of an entry
+/// (`object.sheet.material.density`). Missing tables and the final key are created. The value
+/// is parsed as TOML (`2.5`, `true`, `[0, 1, 0]`, `"text"`); anything else is taken as a string.
+pub fn apply_override(doc: &mut toml_edit::DocumentMut, spec: &str) -> Result<(), String> {
+    let (path, raw) = spec
+        .split_once('=')
+        .ok_or("expected key.path=value".to_string())?;
+    let segments: Vec<String> = path
+        .replace('[', ".")
+        .replace(']', "")
+        .split('.')
+        .map(|s| s.trim().to_string())
+        .collect();
+    if segments.iter().any(String::is_empty) {
+        return Err(format!("malformed key path {path:?}"));
+    }
+    let value = parse_value(raw.trim());
+    let (last, parents) = segments.split_last().expect("split yields one segment");
+    let mut table = doc.as_table_mut();
+    let mut i = 0;
+    while i < parents.len() {
+        let key = &parents[i];
+        let item = table
+            .entry(key)
+            .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()));
+        if item.is_array_of_tables() {
+            let array = item
+                .as_array_of_tables_mut()
+                .expect("checked to be an array of tables");
+            let Some(selector) = parents
+                .get(i + 1)
+                .or((i + 1 == parents.len()).then_some(last))
+            else {
+                return Err(format!("{key} is a list: name an entry by index or name"));
+            };
+            if i + 1 == parents.len() {
+                return Err(format!(
+                    "{key}.{selector}: a list entry cannot be replaced by a value"
+                ));
+            }
+            let position = selector.parse::<usize>().ok().or_else(|| {
+                array
+                    .iter()
+                    .position(|t| t.get("name").and_then(|n| n.as_str()) == Some(selector))
+            });
+            let len = array.len();
+            table = position
+                .and_then(|p| array.get_mut(p))
+                .ok_or(format!("{key} has no entry {selector:?} ({len} entries)"))?;
+            i += 2;
+        } else {
+            table = item.as_table_mut().ok_or(format!("{key} is not a table"))?;
+            i += 1;
+        }
+    }
+    table[last.as_str()] = toml_edit::Item::Value(value);
+    Ok(())
+}
+
+fn parse_value(raw: &str) -> toml_edit::Value {
+    format!("v = {raw}")
+        .parse::<toml_edit::DocumentMut>()
+        .ok()
+        .and_then(|d| d.get("v").and_then(|v| v.as_value()).cloned())
+        .unwrap_or_else(|| raw.into())
+}
+
+/// The 1-based line of a byte span.
+fn line_of_span(text: &str, span: Option<Range<usize>>) -> Option<usize> {
+    let start = span?.start.min(text.len());
+    Some(text[..start].matches('\n').count() + 1)
+}
+
+/// The line of a field path like `object[1].material.density`, or of its longest existing prefix.
+fn locate(text: &str, path: &str) -> Option<usize> {
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    let mut best: Option<Range<usize>> = None;
+    let mut item: Option<&toml_edit::Item> = None;
+    let mut table: Option<&toml_edit::Table> = Some(doc.as_table());
+    for segment in path.split('.') {
+        let (key, index) = match segment.split_once('[') {
+            Some((k, rest)) => (k, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (segment, None),
+        };
+        let next = match (item, table) {
+            (_, Some(t)) => t.get(key),
+            (Some(i), None) => i.get(key),
+            _ => None,
+        };
+        let Some(next) = next else { break };
+        item = Some(next);
+        table = None;
+        best = next.span().or(best);
+        if let Some(index) = index {
+            if let Some(aot) = next.as_array_of_tables() {
+                let Some(t) = aot.get(index) else { break };
+                best = t.span().or(best);
+                table = Some(t);
+            } else if let Some(array) = next.as_array() {
+                let Some(v) = array.get(index) else { break };
+                best = v.span().or(best);
+                if let Some(t) = v.as_inline_table() {
+                    best = t.span().or(best);
+                }
+                break;
+            }
+        } else if let Some(t) = next.as_table() {
+            table = Some(t);
+        }
+    }
+    line_of_span(text, best)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The schema (documented in profiles/README.md).
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    scene: SceneTable,
+    #[serde(default)]
+    integrator: IntegratorTable,
+    #[serde(default, rename = "object")]
+    objects: Vec<ObjectTable>,
+    #[serde(default)]
+    fixed: Vec<FixedTable>,
+    #[serde(default, rename = "script")]
+    scripts: Vec<ScriptTable>,
+    #[serde(default, rename = "force")]
+    forces: Vec<ForceTable>,
+    #[serde(default)]
+    contact: ContactTable,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SceneTable {
+    name: String,
+    duration: f64,
+    frame_interval: f64,
+    #[serde(default = "default_gravity")]
+    gravity: [f64; 3],
+}
+
+fn default_gravity() -> [f64; 3] {
+    Scene::default().gravity.to_array()
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct IntegratorTable {
+    grouping: Option<GroupingName>,
+    safety: Option<f64>,
+    clock: Option<f64>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum GroupingName {
+    Family,
+    Element,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ObjectTable {
+    name: String,
+    mesh: MeshSpec,
+    material: Option<MaterialTable>,
+    #[serde(default)]
+    fixed: bool,
+    #[serde(default)]
+    translate: [f64; 3],
+    /// Degrees about x, then y, then z.
+    #[serde(default)]
+    rotate: [f64; 3],
+    #[serde(default)]
+    scale: Option<ScaleSpec>,
+    #[serde(default)]
+    velocity: [f64; 3],
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ScaleSpec {
+    Uniform(f64),
+    PerAxis([f64; 3]),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MaterialTable {
+    density: f64,
+    stretch: f64,
+    #[serde(default)]
+    stretch_damping: f64,
+    bend: f64,
+    #[serde(default)]
+    bend_damping: f64,
+    #[serde(default)]
+    drag: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "generator", rename_all = "snake_case", deny_unknown_fields)]
+enum MeshSpec {
+    Sheet {
+        nx: usize,
+        ny: usize,
+        width: f64,
+        depth: f64,
+    },
+    Ribbon {
+        points: Vec<[f64; 3]>,
+        width: f64,
+        along: usize,
+        across: usize,
+        #[serde(default)]
+        twist: f64,
+    },
+    Icosphere {
+        radius: f64,
+        subdivisions: u32,
+    },
+    Box {
+        size: [f64; 3],
+        cells: usize,
+    },
+    Cylinder {
+        radius: f64,
+        height: f64,
+        segments: usize,
+        rings: usize,
+        #[serde(default)]
+        capped: bool,
+    },
+    Nails {
+        rows: usize,
+        cols: usize,
+        spacing: f64,
+        height: f64,
+        base: f64,
+    },
+    Obj {
+        path: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Selection {
+    vertices: Option<Vec<u32>>,
+    #[serde(rename = "box")]
+    region: Option<BoxTable>,
+    all: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BoxTable {
+    min: [f64; 3],
+    max: [f64; 3],
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FixedTable {
+    object: String,
+    select: Selection,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptTable {
+    object: String,
+    select: Selection,
+    keys: Vec<KeyTable>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyTable {
+    time: f64,
+    velocity: [f64; 3],
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForceTable {
+    object: String,
+    select: Selection,
+    force: [f64; 3],
+    #[serde(default)]
+    start: f64,
+    #[serde(default = "infinity")]
+    end: f64,
+}
+
+fn infinity() -> f64 {
+    f64::INFINITY
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ContactTable {
+    #[serde(default = "yes")]
+    enabled: bool,
+    eta1: Option<f64>,
+    r1: Option<f64>,
+    cor: Option<f64>,
+    friction: Option<f64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl ProfileFile {
+    fn into_scene(self, base: &Path) -> Result<Scene, SceneError> {
+        let defaults = Scene::default();
+        let integrator = IntegratorSettings {
+            grouping: match self.integrator.grouping {
+                Some(GroupingName::Element) => Grouping::Element,
+                Some(GroupingName::Family) | None => Grouping::Family,
+            },
+            safety: self.integrator.safety.unwrap_or(defaults.integrator.safety),
+            clock: self.integrator.clock,
+        };
+        let c = ContactSettings::default();
+        let contact = ContactSettings {
+            enabled: self.contact.enabled,
+            eta1: self.contact.eta1.unwrap_or(c.eta1),
+            r1: self.contact.r1.unwrap_or(c.r1),
+            cor: self.contact.cor.unwrap_or(c.cor),
+            friction: self.contact.friction.unwrap_or(c.friction),
+        };
+        let objects = self
+            .objects
+            .into_iter()
+            .enumerate()
+            .map(|(i, o)| o.into_object(i, base))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut scene = Scene {
+            name: self.scene.name,
+            duration: self.scene.duration,
+            frame_interval: self.scene.frame_interval,
+            gravity: DVec3::from_array(self.scene.gravity),
+            objects,
+            integrator,
+            contact,
+            ..defaults
+        };
+        for (i, f) in self.fixed.iter().enumerate() {
+            let set = select(&scene, &f.object, &f.select, &format!("fixed[{i}]"))?;
+            scene.fixed.push(set);
+        }
+        for (i, s) in self.scripts.iter().enumerate() {
+            let set = select(&scene, &s.object, &s.select, &format!("script[{i}]"))?;
+            let keys = s
+                .keys
+                .iter()
+                .map(|k| (k.time, DVec3::from_array(k.velocity)))
+                .collect();
+            scene.scripts.push(ScriptSpec { set, keys });
+        }
+        for (i, f) in self.forces.iter().enumerate() {
+            let set = select(&scene, &f.object, &f.select, &format!("force[{i}]"))?;
+            scene.forces.push(ForceSpec {
+                set,
+                force: DVec3::from_array(f.force),
+                start: f.start,
+                end: f.end,
+            });
+        }
+        Ok(scene)
+    }
+}
+
+impl ObjectTable {
+    fn into_object(self, index: usize, base: &Path) -> Result<SceneObject, SceneError> {
+        let path = format!("object[{index}]");
+        let mesh = self
+            .mesh
+            .build(base)
+            .map_err(|e| SceneError::new(format!("{path}.mesh"), e.to_string()))?;
+        let scale = match self.scale {
+            None => DVec3::ONE,
+            Some(ScaleSpec::Uniform(s)) => DVec3::splat(s),
+            Some(ScaleSpec::PerAxis(s)) => DVec3::from_array(s),
+        };
+        if !(scale.is_finite() && scale.min_element() > 0.0) {
+            return Err(SceneError::new(
+                format!("{path}.scale"),
+                format!("must be finite and > 0, got {scale}"),
+            ));
+        }
+        let [rx, ry, rz] = self.rotate.map(f64::to_radians);
+        let rotation = DQuat::from_euler(EulerRot::ZYX, rz, ry, rx);
+        let mesh = mesh.transformed(scale, rotation, DVec3::from_array(self.translate));
+        let material = match self.material {
+            Some(m) => Material {
+                density: m.density,
+                stretch: m.stretch,
+                stretch_damping: m.stretch_damping,
+                bend: m.bend,
+                bend_damping: m.bend_damping,
+                drag: m.drag,
+            },
+            None if self.fixed => Material {
+                density: 1.0,
+                stretch: 0.0,
+                stretch_damping: 0.0,
+                bend: 0.0,
+                bend_damping: 0.0,
+                drag: 0.0,
+            },
+            None => {
+                return Err(SceneError::new(
+                    path,
+                    "missing [object.material]: only fixed objects may omit it",
+                ))
+            }
+        };
+        Ok(SceneObject {
+            name: self.name,
+            mesh,
+            material,
+            fixed: self.fixed,
+            velocity: DVec3::from_array(self.velocity),
+        })
+    }
+}
+
+impl MeshSpec {
+    fn build(&self, base: &Path) -> Result<TriMesh, mesh::MeshError> {
+        let v = DVec3::from_array;
+        match self {
+            Self::Sheet {
+                nx,
+                ny,
+                width,
+                depth,
+            } => mesh::sheet(*nx, *ny, *width, *depth),
+            Self::Ribbon {
+                points,
+                width,
+                along,
+                across,
+                twist,
+            } => {
+                let points: Vec<DVec3> = points.iter().map(|&p| v(p)).collect();
+                mesh::ribbon(&points, *width, *along, *across, *twist)
+            }
+            Self::Icosphere {
+                radius,
+                subdivisions,
+            } => mesh::icosphere(*radius, *subdivisions),
+            Self::Box { size, cells } => mesh::open_box(v(*size), *cells),
+            Self::Cylinder {
+                radius,
+                height,
+                segments,
+                rings,
+                capped,
+            } => mesh::cylinder(*radius, *height, *segments, *rings, *capped),
+            Self::Nails {
+                rows,
+                cols,
+                spacing,
+                height,
+                base: nail_base,
+            } => mesh::bed_of_nails(*rows, *cols, *spacing, *height, *nail_base),
+            Self::Obj { path } => {
+                let full: PathBuf = base.join(path);
+                mesh::read_obj(&full)
+            }
+        }
+    }
+}
+
+/// Resolves a selection on the object called `object`.
+fn select(
+    scene: &Scene,
+    object: &str,
+    sel: &Selection,
+    path: &str,
+) -> Result<VertexSet, SceneError> {
+    let index = scene.object_index(object).ok_or_else(|| {
+        let names: Vec<&str> = scene.objects.iter().map(|o| o.name.as_str()).collect();
+        SceneError::new(
+            format!("{path}.object"),
+            format!("no object called {object:?} (objects: {names:?})"),
+        )
+    })?;
+    let positions = &scene.objects[index].mesh.positions;
+    let chosen = [
+        sel.vertices.is_some(),
+        sel.region.is_some(),
+        sel.all.is_some(),
+    ];
+    if chosen.iter().filter(|&&c| c).count() != 1 {
+        return Err(SceneError::new(
+            format!("{path}.select"),
+            "give exactly one of `vertices = [...]`, `box = { min = [...], max = [...] }`, `all = true`",
+        ));
+    }
+    let mut vertices: Vec<u32> = if let Some(list) = &sel.vertices {
+        list.clone()
+    } else if let Some(b) = &sel.region {
+        let (lo, hi) = (DVec3::from_array(b.min), DVec3::from_array(b.max));
+        (0..positions.len() as u32)
+            .filter(|&i| {
+                let p = positions[i as usize];
+                p.cmpge(lo).all() && p.cmple(hi).all()
+            })
+            .collect()
+    } else if sel.all == Some(true) {
+        (0..positions.len() as u32).collect()
+    } else {
+        Vec::new()
+    };
+    vertices.sort_unstable();
+    vertices.dedup();
+    if vertices.is_empty() {
+        return Err(SceneError::new(
+            format!("{path}.select"),
+            format!("selects no vertex of object {object:?}"),
+        ));
+    }
+    Ok(VertexSet {
+        object: index,
+        vertices,
+    })
+}

@@ -1,0 +1,233 @@
+//! Validation of a [`Scene`]: every number finite and in range, every index in bounds.
+
+use glam::DVec3;
+use hashbrown::HashSet;
+
+use super::{Scene, SceneError, VertexSet};
+
+/// Upper bound on frames, so a typo in `frame_interval` cannot fill the disk.
+const MAX_FRAMES: u64 = 10_000_000;
+
+type Result<T = ()> = std::result::Result<T, SceneError>;
+
+pub(super) fn scene(s: &Scene) -> Result {
+    positive(&s.duration, "scene.duration")?;
+    positive(&s.frame_interval, "scene.frame_interval")?;
+    if s.frame_count() > MAX_FRAMES {
+        return Err(SceneError::new(
+            "scene.frame_interval",
+            format!(
+                "{} frames over {} s is more than {MAX_FRAMES}; use a larger frame interval",
+                s.frame_count(),
+                s.duration
+            ),
+        ));
+    }
+    finite_vec(s.gravity, "scene.gravity")?;
+    objects(s)?;
+    for (i, set) in s.fixed.iter().enumerate() {
+        vertex_set(s, set, &format!("fixed[{i}]"))?;
+    }
+    scripts(s)?;
+    for (i, f) in s.forces.iter().enumerate() {
+        let path = format!("force[{i}]");
+        vertex_set(s, &f.set, &path)?;
+        finite_vec(f.force, &format!("{path}.force"))?;
+        non_negative(&f.start, &format!("{path}.start"))?;
+        if f.end.is_nan() || f.end <= f.start {
+            return Err(SceneError::new(
+                format!("{path}.end"),
+                format!("must be later than start ({}), got {}", f.start, f.end),
+            ));
+        }
+    }
+    let integ = &s.integrator;
+    positive(&integ.safety, "integrator.safety")?;
+    if integ.safety > 1.0 {
+        return Err(SceneError::new(
+            "integrator.safety",
+            format!(
+                "must be in (0, 1], got {}: above 1 the stable clocks are not stable",
+                integ.safety
+            ),
+        ));
+    }
+    if let Some(clock) = &integ.clock {
+        positive(clock, "integrator.clock")?;
+    }
+    let c = &s.contact;
+    positive(&c.eta1, "contact.eta1")?;
+    positive(&c.r1, "contact.r1")?;
+    non_negative(&c.friction, "contact.friction")?;
+    if !(0.0..=1.0).contains(&c.cor) {
+        return Err(SceneError::new(
+            "contact.cor",
+            format!(
+                "coefficient of restitution must be in [0, 1], got {}",
+                c.cor
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn objects(s: &Scene) -> Result {
+    if s.objects.is_empty() {
+        return Err(SceneError::new("object", "the scene has no objects"));
+    }
+    let mut names = HashSet::new();
+    for (i, o) in s.objects.iter().enumerate() {
+        let path = format!("object[{i}]");
+        if o.name.is_empty() || o.name.chars().any(char::is_whitespace) {
+            return Err(SceneError::new(
+                format!("{path}.name"),
+                format!("names must be non-empty without spaces, got {:?}", o.name),
+            ));
+        }
+        if !names.insert(o.name.as_str()) {
+            return Err(SceneError::new(
+                format!("{path}.name"),
+                format!("two objects are called {:?}; names must be unique", o.name),
+            ));
+        }
+        o.mesh.validate().map_err(|e| SceneError::mesh(i, &e))?;
+        if !o.fixed {
+            unused_vertex(o, &path)?;
+        }
+        let m = &o.material;
+        positive(&m.density, &format!("{path}.material.density"))?;
+        non_negative(&m.stretch, &format!("{path}.material.stretch"))?;
+        non_negative(
+            &m.stretch_damping,
+            &format!("{path}.material.stretch_damping"),
+        )?;
+        non_negative(&m.bend, &format!("{path}.material.bend"))?;
+        non_negative(&m.bend_damping, &format!("{path}.material.bend_damping"))?;
+        non_negative(&m.drag, &format!("{path}.material.drag"))?;
+        finite_vec(o.velocity, &format!("{path}.velocity"))?;
+    }
+    Ok(())
+}
+
+/// A free vertex in no triangle would have no mass.
+fn unused_vertex(o: &super::SceneObject, path: &str) -> Result {
+    let mut used = vec![false; o.mesh.positions.len()];
+    for t in &o.mesh.triangles {
+        for &v in t {
+            used[v as usize] = true;
+        }
+    }
+    match used.iter().position(|&u| !u) {
+        Some(v) => Err(SceneError::new(
+            format!("{path}.mesh"),
+            format!(
+                "vertex {v} belongs to no triangle, so it has no mass; remove it from the mesh \
+                 (or make the object fixed)"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn scripts(s: &Scene) -> Result {
+    let pinned: HashSet<(usize, u32)> = s
+        .fixed
+        .iter()
+        .flat_map(|set| set.vertices.iter().map(move |&v| (set.object, v)))
+        .collect();
+    for (i, script) in s.scripts.iter().enumerate() {
+        let path = format!("script[{i}]");
+        vertex_set(s, &script.set, &path)?;
+        if let Some(&v) = script
+            .set
+            .vertices
+            .iter()
+            .find(|&&v| pinned.contains(&(script.set.object, v)))
+        {
+            return Err(SceneError::new(
+                path,
+                format!(
+                    "vertex {v} of object {:?} is both fixed and scripted; a vertex can have one motion",
+                    s.objects[script.set.object].name
+                ),
+            ));
+        }
+        if script.keys.is_empty() {
+            return Err(SceneError::new(
+                format!("{path}.keys"),
+                "a script needs at least one key",
+            ));
+        }
+        let mut previous = f64::NEG_INFINITY;
+        for (k, (time, velocity)) in script.keys.iter().enumerate() {
+            let key = format!("{path}.keys[{k}]");
+            non_negative(time, &format!("{key}.time"))?;
+            if *time <= previous {
+                return Err(SceneError::new(
+                    format!("{key}.time"),
+                    format!("key times must increase strictly; {time} follows {previous}"),
+                ));
+            }
+            previous = *time;
+            finite_vec(*velocity, &format!("{key}.velocity"))?;
+        }
+    }
+    Ok(())
+}
+
+fn vertex_set(s: &Scene, set: &VertexSet, path: &str) -> Result {
+    let Some(object) = s.objects.get(set.object) else {
+        return Err(SceneError::new(
+            format!("{path}.object"),
+            format!(
+                "object index {} out of range ({} objects)",
+                set.object,
+                s.objects.len()
+            ),
+        ));
+    };
+    if set.vertices.is_empty() {
+        return Err(SceneError::new(path, "the selection holds no vertex"));
+    }
+    let n = object.mesh.positions.len();
+    if let Some(&v) = set.vertices.iter().find(|&&v| v as usize >= n) {
+        return Err(SceneError::new(
+            format!("{path}.vertices"),
+            format!(
+                "vertex {v} out of range: object {:?} has {n} vertices",
+                object.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn finite_vec(v: DVec3, path: &str) -> Result {
+    if v.is_finite() {
+        Ok(())
+    } else {
+        Err(SceneError::new(path, format!("must be finite, got {v}")))
+    }
+}
+
+fn positive(x: &f64, path: &str) -> Result {
+    if x.is_finite() && *x > 0.0 {
+        Ok(())
+    } else {
+        Err(SceneError::new(
+            path,
+            format!("must be a finite number > 0, got {x}"),
+        ))
+    }
+}
+
+fn non_negative(x: &f64, path: &str) -> Result {
+    if x.is_finite() && *x >= 0.0 {
+        Ok(())
+    } else {
+        Err(SceneError::new(
+            path,
+            format!("must be a finite number >= 0, got {x}"),
+        ))
+    }
+}

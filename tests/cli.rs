@@ -1,0 +1,130 @@
+//! The command line: default run, frames, stats, overrides, info.
+
+mod common;
+
+use acm::mesh::{parse_obj, TriMesh};
+use common::{acm, profiles_dir};
+
+fn read_frame(dir: &std::path::Path, index: u64) -> TriMesh {
+    let path = acm::output::frame_path(dir, index);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    parse_obj(&text, &path.display().to_string()).expect("frames are valid OBJ")
+}
+
+#[test]
+fn default_run_writes_a_consistent_frame_sequence() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = acm(dir.path(), &["--help"]);
+    assert!(out.status.success());
+    let out = acm(dir.path(), &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("out"),
+        "the run says where the frames are: {stdout}"
+    );
+    let frames = dir.path().join("out");
+    let first = read_frame(&frames, 0);
+    first.validate().unwrap();
+    let count = std::fs::read_dir(&frames)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("frame_")
+        })
+        .count();
+    assert_eq!(count, 51, "2 s at 25 frames/s, counting t = 0");
+    let last = read_frame(&frames, 50);
+    assert_eq!(last.positions.len(), first.positions.len());
+    assert_eq!(last.triangles, first.triangles);
+    // The sheet fell: its free vertices moved down, the pinned corners did not.
+    let lowest = |m: &TriMesh| m.positions.iter().map(|p| p.y).fold(f64::MAX, f64::min);
+    assert!(lowest(&last) < lowest(&first) - 10.0);
+    assert_eq!(last.positions[0], first.positions[0]);
+
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(frames.join("stats.json")).unwrap()).unwrap();
+    assert_eq!(stats["frames"], 51);
+    assert!(stats["events"]["stretching"].as_u64().unwrap() > 0);
+    assert!(stats["wall_seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(stats["model"]["vertices"], 32 * 32);
+    let energy = std::fs::read_to_string(frames.join("energy.csv")).unwrap();
+    assert_eq!(energy.lines().count(), 52);
+}
+
+#[test]
+fn frames_and_until_limit_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = acm(dir.path(), &["run", "--frames", "3", "--out", "a"]);
+    assert!(out.status.success());
+    assert!(acm::output::frame_path(&dir.path().join("a"), 2).exists());
+    assert!(!acm::output::frame_path(&dir.path().join("a"), 3).exists());
+    let out = acm(
+        dir.path(),
+        &["run", "--until", "0.1", "--out", "b", "--stats", "s.json"],
+    );
+    assert!(out.status.success());
+    assert!(acm::output::frame_path(&dir.path().join("b"), 2).exists());
+    assert!(!acm::output::frame_path(&dir.path().join("b"), 3).exists());
+    assert!(dir.path().join("s.json").exists());
+}
+
+#[test]
+fn set_overrides_change_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let mut args = vec!["run", "--frames", "4", "--out", name];
+        args.extend_from_slice(extra);
+        let out = acm(dir.path(), &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        read_frame(&dir.path().join(name), 3)
+    };
+    let base = run("base", &[]);
+    let soft = run("soft", &["--set", "object.sheet.material.stretch=100"]);
+    assert_ne!(base.positions, soft.positions);
+    let still = run("still", &["--set", "scene.gravity=[0, 0, 0]"]);
+    assert_eq!(
+        still.positions,
+        read_frame(&dir.path().join("still"), 0).positions
+    );
+    let again = run("again", &[]);
+    assert_eq!(base.positions, again.positions, "runs are deterministic");
+}
+
+#[test]
+fn thread_count_does_not_change_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, threads) in [("t1", "1"), ("t3", "3")] {
+        let out = acm(
+            dir.path(),
+            &["run", "--frames", "6", "--threads", threads, "--out", name],
+        );
+        assert!(out.status.success());
+    }
+    let a = std::fs::read(acm::output::frame_path(&dir.path().join("t1"), 5)).unwrap();
+    let b = std::fs::read(acm::output::frame_path(&dir.path().join("t3"), 5)).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn info_summarises_a_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("pinned_sheet.toml");
+    let out = acm(dir.path(), &["info", profile.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(stdout.contains("1024 vertices"), "{stdout}");
+    assert!(stdout.contains("springs"), "{stdout}");
+    assert!(stdout.contains("clock"), "{stdout}");
+}

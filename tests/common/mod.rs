@@ -1,0 +1,71 @@
+//! Shared helpers for the integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use acm::mesh;
+use acm::scene::{Material, Scene, SceneObject};
+use glam::DVec3;
+
+/// A small deterministic random generator (splitmix64).
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// Next uniform value in [0, 1).
+    pub fn next_f64(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform value in [-a, a).
+    pub fn symmetric(&mut self, a: f64) -> f64 {
+        a * (2.0 * self.next_f64() - 1.0)
+    }
+
+    /// A vector with components uniform in [-a, a).
+    pub fn vec(&mut self, a: f64) -> DVec3 {
+        DVec3::new(self.symmetric(a), self.symmetric(a), self.symmetric(a))
+    }
+}
+
+/// A scene with one free sheet of `n x n` vertices, `size` cm across, no gravity.
+pub fn sheet_scene(n: usize, size: f64, material: Material) -> Scene {
+    Scene {
+        name: "test_sheet".into(),
+        duration: 1.0,
+        frame_interval: 0.01,
+        gravity: DVec3::ZERO,
+        objects: vec![SceneObject {
+            name: "sheet".into(),
+            mesh: mesh::sheet(n, n, size, size).expect("valid sheet"),
+            material,
+            fixed: false,
+            velocity: DVec3::ZERO,
+        }],
+        ..Scene::default()
+    }
+}
+
+/// Path of the `acm` binary built for the tests.
+pub fn acm_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_acm"))
+}
+
+/// Runs `acm` with `args` in `dir`.
+pub fn acm(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(acm_bin())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the acm binary runs")
+}
+
+/// The repository's `profiles/` directory.
+pub fn profiles_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles")
+}
