@@ -71,11 +71,11 @@ impl Entry {
 /// [`time_of`](Self::time_of) and [`pop`](Self::pop) return `+0.0` for it.
 ///
 /// Memory is only allocated when the heap or the largest id grows; in steady state no operation
-/// allocates. `D` must be at least 2 (checked at compile time). The default is 4; on the
+/// allocates. `D` must be at least 2 (checked at compile time). The default is 8: on the
 /// development VM `benches/queue.rs` measured 8 about 25% faster than 4 at 10^6 events and
-/// 2 clearly slower, so an engine with very large queues may want `EventQueue<8>`.
+/// 20% faster at 10^4, and 2 clearly slower (see `benches/README.md`).
 #[derive(Clone, Debug)]
-pub struct EventQueue<const D: usize = 4> {
+pub struct EventQueue<const D: usize = 8> {
     heap: Vec<Entry>,
     pos: Vec<u32>,
 }
