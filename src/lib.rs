@@ -6,7 +6,7 @@
 //!
 //! The crate is data oriented: vertices, elements and events live in structure-of-arrays tables
 //! indexed by dense ids ([`ids`]). Data flows one way:
-//! `mesh -> state -> forces -> events -> engine -> output`, with [`scene`] describing what to
+//! `mesh -> state -> forces | contact | kds -> events -> engine -> output`, with [`scene`] describing what to
 //! build and [`check`] only reading.
 //!
 //! ```no_run
@@ -19,10 +19,12 @@
 #![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod check;
+pub mod contact;
 pub mod engine;
 pub mod events;
 pub mod forces;
 pub mod ids;
+pub mod kds;
 pub mod mesh;
 pub mod output;
 pub mod profile;

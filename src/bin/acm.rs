@@ -33,6 +33,17 @@ enum Command {
     Run(RunArgs),
     /// Validate a profile and print a summary (vertices, masses, clocks).
     Info(InfoArgs),
+    /// Exact intersection audit of the frames in a directory (exit 3 if any pair intersects).
+    Check(CheckArgs),
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    /// Directory holding frame_00000.obj, frame_00001.obj, ...
+    dir: PathBuf,
+    /// Report the minimum distance over pairs closer than this (cm).
+    #[arg(long, default_value_t = 1.0)]
+    cutoff: f64,
 }
 
 #[derive(Args)]
@@ -57,6 +68,10 @@ struct RunArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Check every certificate and layer invariant after every event (slow); the first breach
+    /// stops the run.
+    #[arg(long)]
+    audit: bool,
 }
 
 #[derive(Args)]
@@ -74,6 +89,8 @@ enum Failure {
     BadInput(String),
     /// Something broke that is not the input's fault (exit 1).
     Internal(String),
+    /// `acm check` found intersecting triangles (exit 3; the report is already printed).
+    Intersecting,
 }
 
 impl From<ProfileError> for Failure {
@@ -94,6 +111,7 @@ fn main() -> ExitCode {
     let result = match command {
         Command::Run(args) => run(args),
         Command::Info(args) => info(args),
+        Command::Check(args) => check(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -105,6 +123,7 @@ fn main() -> ExitCode {
             eprintln!("internal error: {message}");
             ExitCode::from(1)
         }
+        Err(Failure::Intersecting) => ExitCode::from(3),
     }
 }
 
@@ -137,15 +156,9 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         (None, Some(t)) => t,
         (None, None) => scene.duration,
     };
-    if scene.contact.enabled {
-        eprintln!(
-            "warning: {}: contact handling is not built yet (issue 3); objects will pass through \
-             each other",
-            scene.name
-        );
-    }
     let pool = thread_pool(args.threads)?;
     let mut sim = build(&scene)?;
+    sim.set_audit(args.audit);
     let io = |e: std::io::Error| Failure::BadInput(format!("{}: {e}", args.out.display()));
     let mut sink = RunSink {
         frames: ObjFrames::create(&args.out).map_err(io)?,
@@ -175,10 +188,12 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             Ok(())
         }
         Err(RunError::Output(e)) => Err(Failure::BadInput(format!("{}: {e}", args.out.display()))),
-        Err(e @ RunError::Diverged { .. }) => {
+        Err(e @ (RunError::Diverged { .. } | RunError::NoProgress { .. })) => {
             Err(Failure::BadInput(format!("{}: {e}", scene.name)))
         }
-        Err(e @ RunError::Internal { .. }) => Err(Failure::Internal(e.to_string())),
+        Err(e @ (RunError::Internal { .. } | RunError::Audit { .. })) => {
+            Err(Failure::Internal(e.to_string()))
+        }
     }
 }
 
@@ -280,4 +295,60 @@ fn info(args: InfoArgs) -> Result<(), Failure> {
     );
     println!("  force events on the queue: {}", s.model.force_events);
     Ok(())
+}
+
+fn check(args: CheckArgs) -> Result<(), Failure> {
+    let bad = |m: String| Failure::BadInput(format!("{}: {m}", args.dir.display()));
+    if args.cutoff.is_nan() || args.cutoff < 0.0 {
+        return Err(Failure::BadInput(format!(
+            "--cutoff must be >= 0, got {}",
+            args.cutoff
+        )));
+    }
+    let mut frames: Vec<PathBuf> = std::fs::read_dir(&args.dir)
+        .map_err(|e| bad(e.to_string()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("frame_") && n.ends_with(".obj"))
+        })
+        .collect();
+    frames.sort();
+    if frames.is_empty() {
+        return Err(bad("no frame_*.obj files".into()));
+    }
+    let mut report = acm::check::AuditReport::default();
+    let mut triangles: Option<Vec<[u32; 3]>> = None;
+    for (index, path) in frames.iter().enumerate() {
+        let name = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).map_err(|e| Failure::BadInput(format!("{name}: {e}")))?;
+        let mesh =
+            acm::mesh::parse_obj(&text, &name).map_err(|e| Failure::BadInput(e.to_string()))?;
+        match &triangles {
+            Some(t) if *t != mesh.triangles => {
+                return Err(Failure::BadInput(format!(
+                    "{name}: the faces differ from the first frame's; a sequence must keep its topology"
+                )))
+            }
+            Some(_) => {}
+            None => triangles = Some(mesh.triangles.clone()),
+        }
+        acm::check::audit_positions(
+            &mesh.positions,
+            &mesh.triangles,
+            args.cutoff,
+            index as u64,
+            &mut report,
+        )
+        .map_err(|e| Failure::BadInput(format!("{name}: {e}")))?;
+    }
+    let json = serde_json::to_string(&report).map_err(|e| Failure::Internal(e.to_string()))?;
+    println!("{json}");
+    if report.intersecting_pairs > 0 {
+        Err(Failure::Intersecting)
+    } else {
+        Ok(())
+    }
 }

@@ -3,15 +3,20 @@
 
 use glam::DVec3;
 
+use super::contact::{Contact, ContactSetup, TooClose};
 use super::{
     ClockRange, Clocks, ForceEvent, ForceTarget, ModelSize, ObjectRange, Simulation, Stats,
 };
 use crate::events::{EventKind, EventQueue, EventTable};
 use crate::forces::external::{Drag, PrescribedForce, ScriptedMotion};
 use crate::forces::{ElementKernel, HingeFamily, HingeKernel, SpringFamily, SpringKernel};
+use crate::kds::swept_boxes::PairKey;
 use crate::mesh::{lumped_masses, Topology};
 use crate::scene::{Grouping, Scene, SceneError, VertexSet};
 use crate::state::{VertexKind, VertexState};
+
+/// Broad-phase windows last this many external-force clocks (at most a frame).
+const BROAD_PHASE_WINDOW_TICKS: f64 = 4.0;
 
 /// External forces tick this many times per frame when no elastic clock sets their pace.
 const EXTERNAL_TICKS_PER_FRAME: f64 = 100.0;
@@ -210,6 +215,37 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
     let snapshot = events.insert(EventKind::Snapshot, 0);
     queue.push(snapshot.id, 0.0);
 
+    let contact = if scene.contact.enabled {
+        let edges: Vec<[u32; 2]> = topologies
+            .iter()
+            .zip(&objects)
+            .flat_map(|(topology, range)| {
+                let offset = range.first_vertex;
+                topology.edges.iter().map(move |e| e.map(|v| v + offset))
+            })
+            .collect();
+        let setup = ContactSetup {
+            schedule: scene.contact.schedule()?,
+            cor: scene.contact.cor,
+            mu: scene.contact.friction,
+            friction_cap: scene.contact.friction_cap,
+            safety: integ.safety,
+            window: (BROAD_PHASE_WINDOW_TICKS * external_clock).min(scene.frame_interval),
+        };
+        let contact = Contact::new(
+            setup,
+            edges,
+            triangles.clone(),
+            &state,
+            &mut events,
+            &mut queue,
+        )
+        .map_err(|close| too_close(&close, &objects, scene))?;
+        Some(contact)
+    } else {
+        None
+    };
+
     let stats = Stats {
         scene: scene.name.clone(),
         model: ModelSize {
@@ -246,6 +282,43 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
         next_frame: 0,
         time: 0.0,
         scratch: Vec::new(),
+        contact,
+        audit: false,
         stats,
     })
+}
+
+/// The error for a pair that starts closer than `eta1`, naming the objects and primitives.
+fn too_close(close: &TooClose, objects: &[ObjectRange], scene: &Scene) -> SceneError {
+    let owner = |v: u32| {
+        let o = objects
+            .iter()
+            .position(|o| v >= o.first_vertex && v < o.first_vertex + o.vertex_count)
+            .unwrap_or(0);
+        (o, v - objects[o].first_vertex)
+    };
+    let describe = |vs: &[u32]| {
+        let (o, _) = owner(vs[0]);
+        let local: Vec<u32> = vs.iter().map(|&v| owner(v).1).collect();
+        (
+            o,
+            format!("object {:?} vertices {local:?}", objects[o].name),
+        )
+    };
+    let (what, a, b) = match close.key {
+        PairKey::VertexTriangle(..) => {
+            ("vertex and triangle", &close.verts[..1], &close.verts[1..])
+        }
+        PairKey::EdgeEdge(..) => ("edges", &close.verts[..2], &close.verts[2..]),
+    };
+    let ((oa, da), (_, db)) = (describe(a), describe(b));
+    SceneError::new(
+        format!("object[{oa}]"),
+        format!(
+            "two {what} start {:.3e} cm apart, closer than contact.eta1 = {}: {da} and {db}. \
+             Separate the objects (or refine the mesh) so that non-adjacent primitives are at \
+             least eta1 apart, or lower contact.eta1",
+            close.distance, scene.contact.eta1
+        ),
+    )
 }

@@ -5,6 +5,7 @@
 //! is a pure function of its input. Snapshots read positions at their time without writing.
 
 mod build;
+mod contact;
 mod stats;
 
 use std::time::Instant;
@@ -19,6 +20,7 @@ use crate::profile::zone;
 use crate::scene::{Scene, SceneError};
 use crate::state::{VertexKind, VertexState};
 
+pub use contact::ContactStats;
 pub use stats::{ClockRange, Clocks, EventCounts, ModelSize, Stats};
 
 /// One object's slice of the global buffers.
@@ -113,6 +115,35 @@ pub enum RunError {
         /// First bad vertex (global index).
         vertex: usize,
     },
+    /// A penalty layer's clock is too small to advance the current time in f64: the run cannot
+    /// make progress (thesis §6.1, App. A).
+    #[error(
+        "no progress at t = {time} s: layer {layer} of pair {pair} has clock {clock:e} s, too small \
+         to advance time in double precision. The pair is being crushed harder than the layers \
+         can resolve: lower the impact speed or r1, or raise eta1"
+    )]
+    NoProgress {
+        /// Simulated time.
+        time: f64,
+        /// The pair, described.
+        pair: String,
+        /// The layer.
+        layer: u32,
+        /// Its clock.
+        clock: f64,
+    },
+    /// The audit found a broken invariant (`--audit`).
+    #[error("audit failed at t = {time} s after event {event} ({kind}): {message}")]
+    Audit {
+        /// Simulated time.
+        time: f64,
+        /// The event just processed.
+        event: u32,
+        /// Its kind.
+        kind: String,
+        /// What broke.
+        message: String,
+    },
     /// A frame sink failed (for example a full disk).
     #[error("output failed: {0}")]
     Output(#[from] std::io::Error),
@@ -149,6 +180,8 @@ pub struct Simulation {
     next_frame: u64,
     time: f64,
     scratch: Vec<DVec3>,
+    contact: Option<contact::Contact>,
+    audit: bool,
     stats: Stats,
 }
 
@@ -222,7 +255,28 @@ impl Simulation {
         }
         self.state.rebase(vertex, self.time);
         self.state.v[vertex] = velocity;
+        if let Some(c) = &mut self.contact {
+            let t = self.time;
+            c.after_kick(
+                &[vertex as u32],
+                &self.state,
+                t,
+                &mut self.events,
+                &mut self.queue,
+            );
+        }
         true
+    }
+
+    /// Turns the audit on or off: after every event, check that every live certificate holds
+    /// and every close pair has its layers active; the first breach stops the run.
+    pub fn set_audit(&mut self, on: bool) {
+        self.audit = on;
+    }
+
+    /// Penalty energy of the active layers at `positions`.
+    pub fn penalty_energy(&self, positions: &[DVec3]) -> f64 {
+        self.contact.as_ref().map_or(0.0, |c| c.energy(positions))
     }
 
     /// Processes every event up to and including time `until`, handing frames to `sink`.
@@ -230,6 +284,12 @@ impl Simulation {
         let started = Instant::now();
         let result = self.event_loop(until, sink);
         self.stats.wall_seconds += started.elapsed().as_secs_f64();
+        if let Some(c) = &self.contact {
+            self.stats.contact = Some(c.stats.clone());
+            self.stats.events.contact = c.stats.slab_events
+                + c.stats.broad_phase_events
+                + c.stats.penalty_events_per_layer.iter().sum::<u64>();
+        }
         self.stats.events_total = self.stats.events.total();
         self.stats.events_per_second = if self.stats.wall_seconds > 0.0 {
             self.stats.events_total as f64 / self.stats.wall_seconds
@@ -249,16 +309,23 @@ impl Simulation {
             self.queue.pop();
             self.time = t;
             self.stats.simulated_seconds = t;
-            match self.events.kind(id) {
+            let kind = self.events.kind(id);
+            match kind {
                 EventKind::Force => self.fire_force(id, t),
                 EventKind::Script => self.fire_script(id),
                 EventKind::Snapshot => self.fire_snapshot(id, t, sink)?,
-                other => {
-                    return Err(RunError::Internal {
+                EventKind::Certificate | EventKind::Penalty | EventKind::BroadPhase => {
+                    self.fire_contact(id, kind, t)?
+                }
+            }
+            if self.audit {
+                if let Some(c) = &self.contact {
+                    c.audit(&self.state, t).map_err(|message| RunError::Audit {
                         time: t,
                         event: id.0,
-                        message: format!("no handler for {other:?} events"),
-                    })
+                        kind: format!("{kind:?}"),
+                        message,
+                    })?;
                 }
             }
         }
@@ -311,6 +378,49 @@ impl Simulation {
         let force = &mut self.forces[index];
         force.tick += 1;
         self.queue.push(id, force.next_time());
+        let Some(contact) = &mut self.contact else {
+            return;
+        };
+        let (events, queue, state) = (&mut self.events, &mut self.queue, &self.state);
+        match target {
+            ForceTarget::Spring(e) => {
+                let stencil = self.springs.kernel.ends[e as usize];
+                contact.after_kick(&stencil, state, t, events, queue);
+            }
+            ForceTarget::Hinge(e) => {
+                let stencil = self.hinges.kernel.verts[e as usize];
+                contact.after_kick(&stencil, state, t, events, queue);
+            }
+            ForceTarget::Prescribed(f) => {
+                let vertices = &self.prescribed[f as usize].vertices;
+                contact.after_kick(vertices, state, t, events, queue);
+            }
+            ForceTarget::AllSprings
+            | ForceTarget::AllHinges
+            | ForceTarget::Gravity
+            | ForceTarget::Drag => contact.after_global_kick(state, t, events, queue),
+        }
+    }
+
+    fn fire_contact(&mut self, id: EventId, kind: EventKind, t: f64) -> Result<(), RunError> {
+        let _contact = zone!("contact");
+        let Some(contact) = &mut self.contact else {
+            return Err(RunError::Internal {
+                time: t,
+                event: id.0,
+                message: "a contact event without a contact subsystem".into(),
+            });
+        };
+        let payload = self.events.payload(id);
+        let (events, queue) = (&mut self.events, &mut self.queue);
+        match kind {
+            EventKind::Certificate => contact.fire_slab(payload, &self.state, t, events, queue),
+            EventKind::BroadPhase => {
+                contact.fire_broad_phase(&self.state, t, events, queue);
+                Ok(())
+            }
+            _ => contact.fire_penalty(id, &mut self.state, t, events, queue),
+        }
     }
 
     fn fire_script(&mut self, id: EventId) {
@@ -318,6 +428,11 @@ impl Simulation {
         let key = self.next_key[index];
         self.scripts[index].apply_key(&mut self.state, key);
         self.stats.events.script += 1;
+        if let Some(c) = &mut self.contact {
+            let t = self.scripts[index].keys[key].0;
+            let vertices = &self.scripts[index].vertices;
+            c.after_kick(vertices, &self.state, t, &mut self.events, &mut self.queue);
+        }
         self.next_key[index] = key + 1;
         if let Some(&(t_next, _)) = self.scripts[index].keys.get(key + 1) {
             self.queue.push(id, t_next);

@@ -15,6 +15,8 @@ pub struct EventCounts {
     pub prescribed: u64,
     /// Air-drag ticks.
     pub drag: u64,
+    /// Contact events: slab failures, penalty ticks, broad-phase windows.
+    pub contact: u64,
     /// Scripted velocity changes.
     pub script: u64,
     /// Snapshots (frames).
@@ -29,6 +31,7 @@ impl EventCounts {
             + self.gravity
             + self.prescribed
             + self.drag
+            + self.contact
             + self.script
             + self.snapshot
     }
@@ -103,4 +106,6 @@ pub struct Stats {
     pub frames: u64,
     /// Worker threads of the pool the run used.
     pub threads: usize,
+    /// Contact statistics, when contact is on.
+    pub contact: Option<super::ContactStats>,
 }

@@ -17,8 +17,10 @@ pub enum EventKind {
     Snapshot,
     /// A certificate failure (separation slab, BVH pair, grid cell).
     Certificate,
-    /// A penalty-layer super-event.
+    /// A penalty-layer tick (one pair and layer; later a per-layer super-event).
     Penalty,
+    /// The end of a broad-phase window: every swept box is rebuilt.
+    BroadPhase,
 }
 
 /// A reference to an event: its slot id plus the slot's generation when the handle was made.

@@ -137,6 +137,34 @@ pub struct ContactSettings {
     pub cor: f64,
     /// Friction coefficient `mu >= 0`.
     pub friction: f64,
+    /// Cap friction so it never reverses the relative sliding velocity (off in the thesis).
+    pub friction_cap: bool,
+    /// Layer thickness law `eta(l) = eta1 * l^(-eta_exponent)` (thesis: 1/4).
+    pub eta_exponent: f64,
+    /// Layer stiffness law `r(l) = r1 * l^r_exponent` (thesis: 3).
+    pub r_exponent: f64,
+}
+
+impl ContactSettings {
+    /// The layer schedule, or why it is not a barrier.
+    pub fn schedule(&self) -> Result<crate::contact::layers::LayerSchedule, SceneError> {
+        use crate::contact::layers::{LayerLaw, LayerSchedule};
+        let law = if self.eta_exponent == 0.25 && self.r_exponent == 3.0 {
+            LayerLaw::Thesis
+        } else {
+            LayerLaw::Power {
+                eta_exponent: self.eta_exponent,
+                r_exponent: self.r_exponent,
+            }
+        };
+        LayerSchedule::new(self.eta1, self.r1, law).map_err(|e| {
+            let path = match e.field {
+                "contact.layer_law" => "contact.r_exponent",
+                other => other,
+            };
+            SceneError::new(path, e.reason)
+        })
+    }
 }
 
 impl Default for ContactSettings {
@@ -147,6 +175,9 @@ impl Default for ContactSettings {
             r1: 1000.0,
             cor: 0.0,
             friction: 0.0,
+            friction_cap: false,
+            eta_exponent: 0.25,
+            r_exponent: 3.0,
         }
     }
 }

@@ -395,6 +395,9 @@ struct ContactTable {
     r1: Option<f64>,
     cor: Option<f64>,
     friction: Option<f64>,
+    friction_cap: Option<bool>,
+    eta_exponent: Option<f64>,
+    r_exponent: Option<f64>,
 }
 
 fn yes() -> bool {
@@ -419,6 +422,9 @@ impl ProfileFile {
             r1: self.contact.r1.unwrap_or(c.r1),
             cor: self.contact.cor.unwrap_or(c.cor),
             friction: self.contact.friction.unwrap_or(c.friction),
+            friction_cap: self.contact.friction_cap.unwrap_or(c.friction_cap),
+            eta_exponent: self.contact.eta_exponent.unwrap_or(c.eta_exponent),
+            r_exponent: self.contact.r_exponent.unwrap_or(c.r_exponent),
         };
         let objects = self
             .objects

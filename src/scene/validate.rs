@@ -68,6 +68,9 @@ pub(super) fn scene(s: &Scene) -> Result {
             ),
         ));
     }
+    if c.enabled {
+        c.schedule()?;
+    }
     Ok(())
 }
 

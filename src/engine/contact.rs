@@ -1,0 +1,661 @@
+//! The contact subsystem of the loop: candidate pairs, separation slabs, penalty layers, and the
+//! contingency from vertices to the certificates they support (thesis Alg. 7, Table 5.1).
+//!
+//! Pairs are vertex-triangle (VT) and edge-edge (EE) pairs of primitives sharing no vertex,
+//! found by the interim broad phase ([`SweptBoxes`]). Each pair has a *certified layer* `L`: a
+//! separation slab certifies that the pair stays at least `eta(L)` apart, and layers
+//! `1 .. L - 1` are active, each a penalty force event on its own fixed clock.
+//!
+//! Certificates decide when to look, never what happens: a slab failure only reads positions
+//! and schedules a layer; only penalty ticks write vertex state.
+
+use glam::DVec3;
+use hashbrown::HashMap;
+
+use super::RunError;
+use crate::contact::closest::{edge_edge, vertex_triangle};
+use crate::contact::layers::LayerSchedule;
+use crate::contact::penalty::{edge_edge_impulse, vertex_triangle_impulse, PenaltyParams};
+use crate::events::{EventKind, EventQueue, EventTable};
+use crate::ids::EventId;
+use crate::kds::slab::{build_slab, failure_time, holds, Slab};
+use crate::kds::swept_boxes::{PairKey, SweptBoxes};
+use crate::mesh::Csr;
+use crate::state::VertexState;
+
+/// Layer activation threshold: a failing layer-`l` slab activates layer `l` when the pair is
+/// closer than `ACTIVATION * eta(l)` (thesis §5.3: 11/10).
+const ACTIVATION: f64 = 1.1;
+
+/// Contact statistics for `stats.json`.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ContactStats {
+    /// Deepest penalty layer ever activated (0: none).
+    pub deepest_layer: u32,
+    /// Penalty ticks per layer (index 0 is layer 1).
+    pub penalty_events_per_layer: Vec<u64>,
+    /// Separation-slab failures processed.
+    pub slab_events: u64,
+    /// Broad-phase window rebuilds.
+    pub broad_phase_events: u64,
+    /// Certificates rescheduled after velocity changes.
+    pub reschedules: u64,
+    /// Most candidate pairs (each holding one certificate) alive at once.
+    pub certificates_peak: usize,
+    /// Smallest pair distance seen at a slab failure or a penalty tick (cm).
+    pub min_distance: f64,
+}
+
+/// One candidate pair (structure of arrays, indexed by pair id).
+#[derive(Debug, Default)]
+struct Pairs {
+    key: Vec<PairKey>,
+    /// `[p, a, b, c]` for VT, `[p0, p1, q0, q1]` for EE.
+    verts: Vec<[u32; 4]>,
+    /// The layer the slab certifies; layers below it are active.
+    certified: Vec<u32>,
+    slab: Vec<Option<Slab>>,
+    /// Time at which `slab.point` is exact.
+    slab_time: Vec<f64>,
+    /// The slab-failure event.
+    cert: Vec<EventId>,
+    /// Active layers' penalty events, index `l - 1`.
+    layers: Vec<Vec<EventId>>,
+    /// Whether the slot is in use.
+    live: Vec<bool>,
+}
+
+/// A penalty event's pair, layer and tick count.
+#[derive(Clone, Copy, Debug)]
+struct Penalty {
+    pair: u32,
+    layer: u32,
+    tick: u64,
+}
+
+/// Contact state and its events (see the module docs).
+#[derive(Debug)]
+pub(super) struct Contact {
+    schedule: LayerSchedule,
+    cor: f64,
+    mu: f64,
+    friction_cap: bool,
+    safety: f64,
+    m_min: f64,
+    window: f64,
+    boxes: SweptBoxes,
+    vertex_edges: Csr,
+    vertex_triangles: Csr,
+    pairs: Pairs,
+    free_pairs: Vec<u32>,
+    index: HashMap<PairKey, u32>,
+    supports: Vec<Vec<u32>>,
+    penalties: Vec<Penalty>,
+    free_penalties: Vec<u32>,
+    clocks: Vec<f64>,
+    stamp: Vec<u32>,
+    epoch: u32,
+    broad_event: EventId,
+    found: Vec<PairKey>,
+    pub(super) stats: ContactStats,
+}
+
+/// Settings the contact subsystem needs from the scene.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ContactSetup {
+    pub(super) schedule: LayerSchedule,
+    pub(super) cor: f64,
+    pub(super) mu: f64,
+    pub(super) friction_cap: bool,
+    pub(super) safety: f64,
+    pub(super) window: f64,
+}
+
+/// A pair closer than `eta1` at the start.
+#[derive(Debug)]
+pub(super) struct TooClose {
+    pub(super) key: PairKey,
+    pub(super) verts: [u32; 4],
+    pub(super) distance: f64,
+}
+
+impl Contact {
+    /// Builds the subsystem, finds the initial pairs and schedules their slabs. Fails with the
+    /// closest offending pair if two primitives start closer than `eta1`.
+    pub(super) fn new(
+        setup: ContactSetup,
+        edges: Vec<[u32; 2]>,
+        triangles: Vec<[u32; 3]>,
+        state: &VertexState,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) -> Result<Self, TooClose> {
+        let n = state.len();
+        let vertex_edges = Csr::from_pairs(
+            n,
+            edges
+                .iter()
+                .enumerate()
+                .flat_map(|(e, ab)| ab.map(|v| (v, e as u32))),
+        );
+        let vertex_triangles = Csr::from_pairs(
+            n,
+            triangles
+                .iter()
+                .enumerate()
+                .flat_map(|(t, abc)| abc.map(|v| (v, t as u32))),
+        );
+        let m_min = (0..n)
+            .filter(|&i| state.inv_mass[i] > 0.0)
+            .map(|i| state.mass[i])
+            .fold(f64::INFINITY, f64::min);
+        let boxes = SweptBoxes::new(edges, triangles, n, setup.schedule.eta1);
+        let broad_event = events.insert(EventKind::BroadPhase, 0).id;
+        let mut contact = Self {
+            schedule: setup.schedule,
+            cor: setup.cor,
+            mu: setup.mu,
+            friction_cap: setup.friction_cap,
+            safety: setup.safety,
+            m_min,
+            window: setup.window,
+            boxes,
+            vertex_edges,
+            vertex_triangles,
+            pairs: Pairs::default(),
+            free_pairs: Vec::new(),
+            index: HashMap::new(),
+            supports: vec![Vec::new(); n],
+            penalties: Vec::new(),
+            free_penalties: Vec::new(),
+            clocks: Vec::new(),
+            stamp: Vec::new(),
+            epoch: 0,
+            broad_event,
+            found: Vec::new(),
+            stats: ContactStats {
+                min_distance: f64::INFINITY,
+                ..ContactStats::default()
+            },
+        };
+        let mut found = Vec::new();
+        contact
+            .boxes
+            .rebuild(state, 0.0, setup.window, &mut |k| found.push(k));
+        found.sort_unstable();
+        found.dedup();
+        let mut worst: Option<TooClose> = None;
+        for &key in &found {
+            let verts = contact.verts_of(key);
+            let d = pair_distance(key, &verts.map(|v| state.x[v as usize]));
+            if d < contact.schedule.eta(1) && worst.as_ref().is_none_or(|w| d < w.distance) {
+                worst = Some(TooClose {
+                    key,
+                    verts,
+                    distance: d,
+                });
+            }
+        }
+        if let Some(w) = worst {
+            return Err(w);
+        }
+        for key in found {
+            contact.add_pair(key, state, 0.0, events, queue);
+        }
+        queue.push(broad_event, setup.window);
+        Ok(contact)
+    }
+
+    fn verts_of(&self, key: PairKey) -> [u32; 4] {
+        match key {
+            PairKey::VertexTriangle(v, t) => {
+                let [a, b, c] = self.boxes.triangles()[t as usize];
+                [v, a, b, c]
+            }
+            PairKey::EdgeEdge(e, f) => {
+                let [a, b] = self.boxes.edges()[e as usize];
+                let [c, d] = self.boxes.edges()[f as usize];
+                [a, b, c, d]
+            }
+        }
+    }
+
+    fn add_pair(
+        &mut self,
+        key: PairKey,
+        state: &VertexState,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) {
+        if self.index.contains_key(&key) {
+            return;
+        }
+        let verts = self.verts_of(key);
+        let id = match self.free_pairs.pop() {
+            Some(id) => id,
+            None => {
+                let p = &mut self.pairs;
+                p.key.push(key);
+                p.verts.push(verts);
+                p.certified.push(1);
+                p.slab.push(None);
+                p.slab_time.push(t);
+                p.cert.push(EventId::INVALID);
+                p.layers.push(Vec::new());
+                p.live.push(false);
+                self.stamp.push(0);
+                (p.key.len() - 1) as u32
+            }
+        };
+        let i = id as usize;
+        let p = &mut self.pairs;
+        p.key[i] = key;
+        p.verts[i] = verts;
+        p.certified[i] = 1;
+        p.layers[i].clear();
+        p.live[i] = true;
+        p.cert[i] = events.insert(EventKind::Certificate, id).id;
+        self.index.insert(key, id);
+        for v in verts {
+            self.supports[v as usize].push(id);
+        }
+        self.stats.certificates_peak = self.stats.certificates_peak.max(self.index.len());
+        self.certify(id, state, t, queue);
+    }
+
+    fn remove_pair(&mut self, id: u32, events: &mut EventTable, queue: &mut EventQueue) {
+        let i = id as usize;
+        debug_assert!(self.pairs.layers[i].is_empty());
+        let cert = self.pairs.cert[i];
+        queue.remove(cert);
+        let _ = events.remove(events.handle(cert));
+        self.index.remove(&self.pairs.key[i]);
+        for v in self.pairs.verts[i] {
+            let list = &mut self.supports[v as usize];
+            if let Some(k) = list.iter().position(|&p| p == id) {
+                list.swap_remove(k);
+            }
+        }
+        self.pairs.live[i] = false;
+        self.pairs.slab[i] = None;
+        self.free_pairs.push(id);
+    }
+
+    /// Positions at `t` and velocities of a pair's vertices.
+    fn kinematics(&self, id: u32, state: &VertexState, t: f64) -> ([DVec3; 4], [DVec3; 4]) {
+        let verts = self.pairs.verts[id as usize];
+        (
+            verts.map(|v| state.position_at(v as usize, t)),
+            verts.map(|v| state.v[v as usize]),
+        )
+    }
+
+    fn a_count(&self, id: u32) -> usize {
+        match self.pairs.key[id as usize] {
+            PairKey::VertexTriangle(..) => 1,
+            PairKey::EdgeEdge(..) => 2,
+        }
+    }
+
+    /// Builds a new slab for the pair's certified layer at time `t` and schedules its failure.
+    fn certify(&mut self, id: u32, state: &VertexState, t: f64, queue: &mut EventQueue) {
+        let i = id as usize;
+        let (x, v) = self.kinematics(id, state, t);
+        let eta = self.schedule.eta(self.pairs.certified[i]);
+        let a = self.a_count(id);
+        let slab = build_slab(&x, &v, a, eta);
+        self.pairs.slab[i] = slab;
+        self.pairs.slab_time[i] = t;
+        // A pair too close to certify now is looked at again at once: the failure handler
+        // activates the layer.
+        let when = slab.map_or(t, |s| t + failure_time(&s, &x, &v, a));
+        self.schedule_cert(id, when, queue);
+    }
+
+    fn schedule_cert(&mut self, id: u32, when: f64, queue: &mut EventQueue) {
+        let cert = self.pairs.cert[id as usize];
+        if when.is_finite() {
+            queue.update(cert, when);
+        } else {
+            queue.remove(cert);
+        }
+    }
+
+    /// Re-times the slab of pair `id` for the new velocities at time `t`.
+    fn reschedule(&mut self, id: u32, state: &VertexState, t: f64, queue: &mut EventQueue) {
+        let i = id as usize;
+        self.stats.reschedules += 1;
+        let Some(mut slab) = self.pairs.slab[i] else {
+            return;
+        };
+        slab.point += (t - self.pairs.slab_time[i]) * slab.velocity;
+        self.pairs.slab[i] = Some(slab);
+        self.pairs.slab_time[i] = t;
+        let (x, v) = self.kinematics(id, state, t);
+        let dt = failure_time(&slab, &x, &v, self.a_count(id));
+        self.schedule_cert(id, t + dt, queue);
+    }
+
+    /// After the velocities of `vertices` changed at `t`: re-sweep their boxes (new pairs get
+    /// slabs) and re-time every slab they support.
+    pub(super) fn after_kick(
+        &mut self,
+        vertices: &[u32],
+        state: &VertexState,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) {
+        let mut found = std::mem::take(&mut self.found);
+        found.clear();
+        let mut prims = Vec::new();
+        for &v in vertices {
+            let i = v as usize;
+            self.boxes.prims_of(
+                v,
+                self.vertex_edges.row(i),
+                self.vertex_triangles.row(i),
+                &mut prims,
+            );
+        }
+        self.boxes
+            .update(state, t, vertices, &prims, &mut |k| found.push(k));
+        found.sort_unstable();
+        found.dedup();
+        for &key in &found {
+            self.add_pair(key, state, t, events, queue);
+        }
+        self.found = found;
+        self.epoch = self.epoch.wrapping_add(1);
+        for &v in vertices {
+            for k in 0..self.supports[v as usize].len() {
+                let id = self.supports[v as usize][k];
+                if self.stamp[id as usize] != self.epoch {
+                    self.stamp[id as usize] = self.epoch;
+                    self.reschedule(id, state, t, queue);
+                }
+            }
+        }
+    }
+
+    /// After every vertex's velocity may have changed at `t` (a super-element or gravity tick):
+    /// re-sweep all boxes and re-time every slab.
+    pub(super) fn after_global_kick(
+        &mut self,
+        state: &VertexState,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) {
+        let end = self.boxes.window_end();
+        self.rebuild(state, t, end, events, queue);
+        for id in 0..self.pairs.key.len() as u32 {
+            if self.pairs.live[id as usize] {
+                self.reschedule(id, state, t, queue);
+            }
+        }
+    }
+
+    fn rebuild(
+        &mut self,
+        state: &VertexState,
+        t: f64,
+        end: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) {
+        let mut found = std::mem::take(&mut self.found);
+        found.clear();
+        self.boxes.rebuild(state, t, end, &mut |k| found.push(k));
+        found.sort_unstable();
+        found.dedup();
+        for &key in &found {
+            self.add_pair(key, state, t, events, queue);
+        }
+        self.found = found;
+    }
+
+    /// The end of a broad-phase window: sweep every box over the next window, drop pairs whose
+    /// boxes no longer overlap and that have no active layer.
+    pub(super) fn fire_broad_phase(
+        &mut self,
+        state: &VertexState,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) {
+        self.stats.broad_phase_events += 1;
+        let end = t + self.window;
+        self.rebuild(state, t, end, events, queue);
+        for id in 0..self.pairs.key.len() as u32 {
+            let i = id as usize;
+            if self.pairs.live[i]
+                && self.pairs.layers[i].is_empty()
+                && !self.boxes.overlaps(self.pairs.key[i])
+            {
+                self.remove_pair(id, events, queue);
+            }
+        }
+        queue.push(self.broad_event, end);
+    }
+
+    /// A slab failed: activate its layer if the pair is close, otherwise certify again.
+    pub(super) fn fire_slab(
+        &mut self,
+        id: u32,
+        state: &VertexState,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) -> Result<(), RunError> {
+        self.stats.slab_events += 1;
+        let i = id as usize;
+        let (x, _) = self.kinematics(id, state, t);
+        let d = pair_distance(self.pairs.key[i], &x);
+        self.stats.min_distance = self.stats.min_distance.min(d);
+        let layer = self.pairs.certified[i];
+        if d < ACTIVATION * self.schedule.eta(layer) {
+            if d < self.schedule.eta(layer) {
+                return Err(self.breach(id, layer, d, t));
+            }
+            self.activate(id, layer, t, events, queue)?;
+            self.pairs.certified[i] = layer + 1;
+        }
+        self.certify(id, state, t, queue);
+        Ok(())
+    }
+
+    fn breach(&self, id: u32, layer: u32, d: f64, t: f64) -> RunError {
+        RunError::Internal {
+            time: t,
+            event: self.pairs.cert[id as usize].0,
+            message: format!(
+                "pair {:?} reached distance {d:e} inside layer {layer} (eta {:e}) before the \
+                 layer was active",
+                self.pairs.key[id as usize],
+                self.schedule.eta(layer)
+            ),
+        }
+    }
+
+    /// The clock of layer `l`.
+    fn clock(&mut self, l: u32) -> f64 {
+        while self.clocks.len() < l as usize {
+            let next = self.clocks.len() as u32 + 1;
+            self.clocks
+                .push(self.schedule.clock(next, self.m_min, self.safety));
+        }
+        self.clocks[l as usize - 1]
+    }
+
+    /// Schedules layer `l` of pair `id` at the first multiple of its clock after `t`.
+    fn activate(
+        &mut self,
+        id: u32,
+        l: u32,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) -> Result<(), RunError> {
+        let h = self.clock(l);
+        if h.is_nan() || h <= 0.0 || t + h <= t {
+            return Err(self.no_progress(id, l, t, h));
+        }
+        let mut tick = (t / h).floor() as u64 + 1;
+        while tick as f64 * h <= t {
+            tick += 1;
+        }
+        let penalty = Penalty {
+            pair: id,
+            layer: l,
+            tick,
+        };
+        let slot = match self.free_penalties.pop() {
+            Some(s) => {
+                self.penalties[s as usize] = penalty;
+                s
+            }
+            None => {
+                self.penalties.push(penalty);
+                (self.penalties.len() - 1) as u32
+            }
+        };
+        let event = events.insert(EventKind::Penalty, slot).id;
+        queue.push(event, tick as f64 * h);
+        let layers = &mut self.pairs.layers[id as usize];
+        debug_assert_eq!(layers.len() + 1, l as usize);
+        layers.push(event);
+        self.stats.deepest_layer = self.stats.deepest_layer.max(l);
+        if self.stats.penalty_events_per_layer.len() < l as usize {
+            self.stats.penalty_events_per_layer.resize(l as usize, 0);
+        }
+        Ok(())
+    }
+
+    fn no_progress(&self, id: u32, l: u32, t: f64, h: f64) -> RunError {
+        RunError::NoProgress {
+            time: t,
+            pair: format!("{:?}", self.pairs.key[id as usize]),
+            layer: l,
+            clock: h,
+        }
+    }
+
+    /// One tick of a penalty layer: apply its impulses, re-time what they touch, deactivate the
+    /// layer lazily or schedule its next tick.
+    pub(super) fn fire_penalty(
+        &mut self,
+        event: EventId,
+        state: &mut VertexState,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) -> Result<(), RunError> {
+        let slot = events.payload(event);
+        let Penalty { pair, layer, tick } = self.penalties[slot as usize];
+        let i = pair as usize;
+        let h = self.clock(layer);
+        let (x, v) = self.kinematics(pair, state, t);
+        let verts = self.pairs.verts[i];
+        let inv_mass = verts.map(|k| state.inv_mass[k as usize]);
+        let params = PenaltyParams {
+            eta: self.schedule.eta(layer),
+            r: self.schedule.r(layer),
+            h,
+            cor: self.cor,
+            mu: self.mu,
+            friction_cap: self.friction_cap,
+        };
+        let result = match self.pairs.key[i] {
+            PairKey::VertexTriangle(..) => vertex_triangle_impulse(x, v, inv_mass, &params),
+            PairKey::EdgeEdge(..) => edge_edge_impulse(x, v, inv_mass, &params),
+        };
+        self.stats.penalty_events_per_layer[layer as usize - 1] += 1;
+        self.stats.min_distance = self.stats.min_distance.min(result.distance);
+        let mut changed = [0u32; 4];
+        let mut count = 0;
+        for (k, &vert) in verts.iter().enumerate() {
+            let before = state.v[vert as usize];
+            state.apply_impulse(vert as usize, t, result.impulses[k]);
+            if state.v[vert as usize] != before {
+                changed[count] = vert;
+                count += 1;
+            }
+        }
+        if count > 0 {
+            self.after_kick(&changed[..count], state, t, events, queue);
+        }
+        let deepest = self.pairs.layers[i].len() as u32 == layer;
+        if deepest && result.distance > params.eta && result.separating {
+            // Lazy deactivation: drop the layer and certify it again.
+            self.pairs.layers[i].pop();
+            queue.remove(event);
+            let _ = events.remove(events.handle(event));
+            self.free_penalties.push(slot);
+            self.pairs.certified[i] = layer;
+            self.certify(pair, state, t, queue);
+        } else {
+            let next = tick + 1;
+            self.penalties[slot as usize].tick = next;
+            queue.push(event, next as f64 * h);
+        }
+        Ok(())
+    }
+
+    /// Penalty energy of every active layer at `positions`.
+    pub(super) fn energy(&self, positions: &[DVec3]) -> f64 {
+        let mut total = 0.0;
+        for i in 0..self.pairs.key.len() {
+            if !self.pairs.live[i] || self.pairs.layers[i].is_empty() {
+                continue;
+            }
+            let x = self.pairs.verts[i].map(|v| positions[v as usize]);
+            let d = pair_distance(self.pairs.key[i], &x);
+            for l in 1..=self.pairs.layers[i].len() as u32 {
+                total += self.schedule.energy(l, d);
+            }
+        }
+        total
+    }
+
+    /// The audit (`--audit`): every live slab holds at `t`, every candidate pair closer than
+    /// `eta(l)` has layers `1..=l` active, and every vertex is inside its swept box.
+    pub(super) fn audit(&self, state: &VertexState, t: f64) -> Result<(), String> {
+        for i in 0..self.pairs.key.len() {
+            if !self.pairs.live[i] {
+                continue;
+            }
+            let id = i as u32;
+            let key = self.pairs.key[i];
+            if let Some(slab) = &self.pairs.slab[i] {
+                let t0 = self.pairs.slab_time[i];
+                let (x, v) = self.kinematics(id, state, t0);
+                if !holds(slab, &x, &v, self.a_count(id), t - t0) {
+                    return Err(format!(
+                        "the slab of pair {key:?} (layer {}) no longer holds",
+                        self.pairs.certified[i]
+                    ));
+                }
+            }
+            let (x, _) = self.kinematics(id, state, t);
+            let d = pair_distance(key, &x);
+            let active = self.pairs.layers[i].len() as u32;
+            let needed = self.schedule.layers_containing(d).unwrap_or(0);
+            if needed > active {
+                return Err(format!(
+                    "pair {key:?} is {d:e} apart, inside layer {needed}, but only layers 1..={active} are active"
+                ));
+            }
+        }
+        self.boxes.audit(state, t)
+    }
+}
+
+/// Closest distance of a pair at positions `x`.
+fn pair_distance(key: PairKey, x: &[DVec3; 4]) -> f64 {
+    match key {
+        PairKey::VertexTriangle(..) => vertex_triangle(x[0], x[1], x[2], x[3]).distance,
+        PairKey::EdgeEdge(..) => edge_edge(x[0], x[1], x[2], x[3]).distance,
+    }
+}

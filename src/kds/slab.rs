@@ -1,0 +1,363 @@
+//! Kinetic separation slabs (thesis §5.3, DESIGN §6): the narrow-phase certificate that a
+//! vertex-triangle or edge-edge pair stays at least `eta` apart.
+//!
+//! Vertices move linearly from a common time `t0`: `x_i(t0 + dt) = x_i + dt v_i` (the caller
+//! converts from per-vertex clocks). The four vertices are ordered side A first: VT
+//! `[p, a, b, c]` with `a_count = 1` (A = the vertex, B = the triangle); EE `[p0, p1, q0, q1]`
+//! with `a_count = 2` (A = edge p, B = edge q), the same order as
+//! [`crate::contact::penalty`].
+//!
+//! With closest points `a` (on A) and `b` (on B) at time `t0`, the slab is the plane through
+//! `m = (a + b) / 2` with unit normal `n = (b - a) / |b - a|` (from A towards B; note that the
+//! penalty normal points the other way, from B to A), translating with velocity
+//! `w = (v_a + v_b) / 2`, the average velocity of the two closest points. It certifies
+//! `(x_i(t) - m - dt w) . n <= -eta/2` for every vertex of A and `>= +eta/2` for every vertex of
+//! B. Each condition is linear in `dt`; by convexity (each primitive is the convex hull of its
+//! vertices) while all hold the primitives are on opposite sides of a slab of width `eta`, so the
+//! pair is at least `eta` apart.
+
+use crate::contact::closest::{edge_edge, vertex_triangle};
+use glam::DVec3;
+
+/// A kinetic separation slab: plane through `point` with unit `normal` (from side A's closest
+/// point to side B's), moving with `velocity`; certifies that every vertex of A stays at signed
+/// distance `<= -half_gap` and every vertex of B at `>= +half_gap` from the moving plane.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Slab {
+    /// Unit normal `n = (b - a) / |b - a|`, from A's closest point `a` to B's closest point `b`.
+    pub normal: DVec3,
+    /// A point of the plane at `t0`: the midpoint `m = (a + b) / 2` of the closest points.
+    pub point: DVec3,
+    /// Velocity of the plane: `w = (v_a + v_b) / 2`.
+    pub velocity: DVec3,
+    /// Half the certified gap, `eta / 2`.
+    pub half_gap: f64,
+}
+
+/// Slacks `s_i` and closing rates `k_i` of the four side conditions: with `sigma_i = -1` on side
+/// A (`i < a_count`) and `+1` on side B, condition `i` at offset `dt` is
+/// `s_i - dt k_i >= 0`, where `s_i = sigma_i (x_i - m) . n - eta/2` and
+/// `k_i = -sigma_i (v_i - w) . n`. Computed as `x_i . n - m . n` so that build, failure time and
+/// audit share the same bits.
+#[inline(always)]
+fn conditions(slab: &Slab, x: &[DVec3; 4], v: &[DVec3; 4], a_count: usize) -> ([f64; 4], [f64; 4]) {
+    let n = slab.normal;
+    let mn = slab.point.dot(n);
+    let wn = slab.velocity.dot(n);
+    let mut s = [0.0; 4];
+    let mut k = [0.0; 4];
+    for i in 0..4 {
+        let sigma = if i < a_count { -1.0 } else { 1.0 };
+        s[i] = sigma * (x[i].dot(n) - mn) - slab.half_gap;
+        k[i] = sigma * (wn - v[i].dot(n));
+    }
+    (s, k)
+}
+
+/// Builds the slab for the pair at time `t0` (positions `x`, velocities `v`; `a_count` vertices
+/// on side A: 1 for VT, 2 for EE).
+///
+/// Returns `None` when the pair is already closer than `eta` (then the caller activates a layer
+/// instead), and also, conservatively, when a slab cannot be certified: `a_count` other than 1
+/// or 2, `eta` not finite and `> 0`, or a vertex found on the wrong side of its boundary by
+/// round-off (only possible when the distance is within round-off of `eta`).
+#[inline]
+pub fn build_slab(x: &[DVec3; 4], v: &[DVec3; 4], a_count: usize, eta: f64) -> Option<Slab> {
+    if !(eta > 0.0 && eta.is_finite()) {
+        return None;
+    }
+    let (pa, va, pb, vb, distance) = match a_count {
+        1 => {
+            let c = vertex_triangle(x[0], x[1], x[2], x[3]);
+            let w = c.weights;
+            let pb = w[0] * x[1] + w[1] * x[2] + w[2] * x[3];
+            let vb = w[0] * v[1] + w[1] * v[2] + w[2] * v[3];
+            (x[0], v[0], pb, vb, c.distance)
+        }
+        2 => {
+            let c = edge_edge(x[0], x[1], x[2], x[3]);
+            let pa = (1.0 - c.s) * x[0] + c.s * x[1];
+            let va = (1.0 - c.s) * v[0] + c.s * v[1];
+            let pb = (1.0 - c.t) * x[2] + c.t * x[3];
+            let vb = (1.0 - c.t) * v[2] + c.t * v[3];
+            (pa, va, pb, vb, c.distance)
+        }
+        _ => return None,
+    };
+    let ab = pb - pa;
+    if !(distance >= eta && ab.length() >= eta) {
+        return None;
+    }
+    let slab = Slab {
+        normal: ab.try_normalize()?,
+        point: 0.5 * (pa + pb),
+        velocity: 0.5 * (va + vb),
+        half_gap: 0.5 * eta,
+    };
+    let (s, _) = conditions(&slab, x, v, a_count);
+    if s[0] >= 0.0 && s[1] >= 0.0 && s[2] >= 0.0 && s[3] >= 0.0 {
+        Some(slab)
+    } else {
+        None
+    }
+}
+
+/// Earliest offset `dt >= 0` after `t0` at which some vertex violates its side's condition, or
+/// `f64::INFINITY`.
+///
+/// Condition `i` is `s_i - dt k_i >= 0` (see the module docs: `s_i` the slack at `t0`, `k_i` the
+/// rate at which the vertex closes on its boundary); it fails at `s_i / k_i` if `k_i > 0`, never
+/// if `k_i <= 0`, and at once if `s_i < 0`. The answer is the minimum over the four vertices.
+/// Conservative: for all `dt` in `[0, failure)` the pair is at least `eta` apart (convexity).
+/// Non-finite input gives 0 (fail at once).
+#[inline]
+pub fn failure_time(slab: &Slab, x: &[DVec3; 4], v: &[DVec3; 4], a_count: usize) -> f64 {
+    let (s, k) = conditions(slab, x, v, a_count);
+    // Branch-free: all four quotients are computed and selected (the compiler emits selects,
+    // and packed divisions where available).
+    let mut t = f64::INFINITY;
+    for i in 0..4 {
+        let q = s[i] / k[i];
+        let ti = if k[i] > 0.0 { q } else { f64::INFINITY };
+        let ti = if s[i] >= 0.0 { ti } else { 0.0 };
+        t = t.min(ti);
+    }
+    let all = s[0] + s[1] + s[2] + s[3] + k[0] + k[1] + k[2] + k[3];
+    if all.is_finite() {
+        t
+    } else {
+        0.0
+    }
+}
+
+/// Whether the slab still holds at offset `dt`: every condition `s_i - dt k_i >= 0` (the same
+/// arithmetic as [`failure_time`]; for the audit). NaN anywhere gives `false`.
+#[inline]
+pub fn holds(slab: &Slab, x: &[DVec3; 4], v: &[DVec3; 4], a_count: usize, dt: f64) -> bool {
+    let (s, k) = conditions(slab, x, v, a_count);
+    (0..4).all(|i| s[i] - dt * k[i] >= 0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn v3(a: [f64; 3]) -> DVec3 {
+        DVec3::from_array(a)
+    }
+
+    fn pts(r: f64) -> impl Strategy<Value = [[f64; 3]; 4]> {
+        prop::array::uniform4(prop::array::uniform3(-r..r))
+    }
+
+    fn dist(x: &[DVec3; 4], a_count: usize) -> f64 {
+        if a_count == 1 {
+            vertex_triangle(x[0], x[1], x[2], x[3]).distance
+        } else {
+            edge_edge(x[0], x[1], x[2], x[3]).distance
+        }
+    }
+
+    fn at(x: &[DVec3; 4], v: &[DVec3; 4], dt: f64) -> [DVec3; 4] {
+        [0, 1, 2, 3].map(|i| x[i] + dt * v[i])
+    }
+
+    /// Separate the two sides: shift side B by `off` so the pair is usually apart.
+    fn config(xs: [[f64; 3]; 4], off: [f64; 3], a_count: usize) -> [DVec3; 4] {
+        let mut x = xs.map(v3);
+        for xi in x.iter_mut().skip(a_count) {
+            *xi += v3(off);
+        }
+        x
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(250))]
+
+        #[test]
+        fn certified_pair_never_closer_than_eta(
+            xs in pts(1.0), vs in pts(1.0), off in prop::array::uniform3(-3.0f64..3.0),
+            a_count in 1usize..3, frac in 0.05f64..0.99,
+        ) {
+            let x = config(xs, off, a_count);
+            let v = vs.map(v3);
+            let d = dist(&x, a_count);
+            prop_assume!(d > 1e-3);
+            let eta = d * frac;
+            let slab = build_slab(&x, &v, a_count, eta).expect("separated pair certifies");
+            let tf = failure_time(&slab, &x, &v, a_count);
+            prop_assert!(tf >= 0.0);
+            let horizon = tf.min(10.0);
+            let n = 400;
+            for j in 0..n {
+                let dt = horizon * j as f64 / n as f64;
+                let dj = dist(&at(&x, &v, dt), a_count);
+                prop_assert!(dj >= eta * (1.0 - 1e-9), "dt = {dt}, tf = {tf}: {dj} < {eta}");
+                prop_assert!(holds(&slab, &x, &v, a_count, dt));
+            }
+        }
+
+        #[test]
+        fn failure_time_is_exact_for_the_plane_conditions(
+            xs in pts(1.0), vs in pts(1.0), off in prop::array::uniform3(-3.0f64..3.0),
+            a_count in 1usize..3, frac in 0.05f64..0.99,
+        ) {
+            let x = config(xs, off, a_count);
+            let v = vs.map(v3);
+            let d = dist(&x, a_count);
+            prop_assume!(d > 1e-3);
+            let slab = build_slab(&x, &v, a_count, d * frac).unwrap();
+            let tf = failure_time(&slab, &x, &v, a_count);
+            prop_assume!(tf.is_finite());
+            // Signed distances from the moved plane, recomputed geometrically.
+            let xt = at(&x, &v, tf);
+            let m = slab.point + tf * slab.velocity;
+            let slack: Vec<f64> = (0..4).map(|i| {
+                let sd = (xt[i] - m).dot(slab.normal);
+                if i < a_count { -sd - slab.half_gap } else { sd - slab.half_gap }
+            }).collect();
+            let scale = 1.0 + tf * 2.0 + 5.0;
+            let min = slack.iter().cloned().fold(f64::INFINITY, f64::min);
+            prop_assert!(min.abs() <= 1e-12 * scale, "{slack:?}");
+            // Just after, the certificate no longer holds.
+            prop_assert!(!holds(&slab, &x, &v, a_count, tf * (1.0 + 1e-9) + 1e-12));
+        }
+
+        #[test]
+        fn approaching_fails_no_later_than_receding(
+            xs in pts(1.0), vs in pts(1.0), off in prop::array::uniform3(-3.0f64..3.0),
+            a_count in 1usize..3, speed in 0.1f64..3.0,
+        ) {
+            let x = config(xs, off, a_count);
+            let v = vs.map(v3);
+            let d = dist(&x, a_count);
+            prop_assume!(d > 1e-3);
+            let eta = 0.5 * d;
+            let slab = build_slab(&x, &v, a_count, eta).unwrap();
+            let n = slab.normal;
+            // Push side A towards B (along +n) or away from it.
+            let push = |sign: f64| {
+                let mut w = v;
+                for wi in w.iter_mut().take(a_count) {
+                    *wi += sign * speed * n;
+                }
+                w
+            };
+            let (va, vr) = (push(1.0), push(-1.0));
+            let sa = build_slab(&x, &va, a_count, eta).unwrap();
+            let sr = build_slab(&x, &vr, a_count, eta).unwrap();
+            prop_assert_eq!(sa.normal, n);
+            let (ta, t0, tr) = (
+                failure_time(&sa, &x, &va, a_count),
+                failure_time(&slab, &x, &v, a_count),
+                failure_time(&sr, &x, &vr, a_count),
+            );
+            prop_assert!(ta <= t0 * (1.0 + 1e-12) && t0 <= tr * (1.0 + 1e-12), "{ta} {t0} {tr}");
+            prop_assert!(ta < tr || ta == f64::INFINITY);
+        }
+
+        #[test]
+        fn closer_than_eta_gives_none(xs in pts(1.0), vs in pts(1.0), a_count in 1usize..3, frac in 1.0001f64..10.0) {
+            let x = xs.map(v3);
+            let d = dist(&x, a_count);
+            prop_assert!(build_slab(&x, &vs.map(v3), a_count, d * frac + 1e-300).is_none());
+        }
+    }
+
+    #[test]
+    fn vertex_over_triangle() {
+        let x = [DVec3::new(0.2, 0.2, 1.0), DVec3::ZERO, DVec3::X, DVec3::Y];
+        let still = [DVec3::ZERO; 4];
+        let down = [
+            DVec3::new(0.0, 0.0, -1.0),
+            DVec3::ZERO,
+            DVec3::ZERO,
+            DVec3::ZERO,
+        ];
+        let up = [
+            DVec3::new(0.0, 0.0, 1.0),
+            DVec3::ZERO,
+            DVec3::ZERO,
+            DVec3::ZERO,
+        ];
+        let slab = build_slab(&x, &down, 1, 0.5).unwrap();
+        assert_eq!(slab.normal, -DVec3::Z);
+        assert_eq!(slab.half_gap, 0.25);
+        // The plane is at z = 0.5 moving down at 0.5: the vertex (at 1 - dt) reaches
+        // 0.5 - 0.5 dt + 0.25 at dt = 0.5; the triangle reaches 0.5 - 0.5 dt - 0.25 = 0 at 0.5.
+        assert!((failure_time(&slab, &x, &down, 1) - 0.5).abs() < 1e-15);
+        // True distance at failure: 0.5 = eta (the slab is tight for head-on motion).
+        let slab = build_slab(&x, &still, 1, 0.5).unwrap();
+        assert_eq!(failure_time(&slab, &x, &still, 1), f64::INFINITY);
+        let slab = build_slab(&x, &up, 1, 0.5).unwrap();
+        assert_eq!(failure_time(&slab, &x, &up, 1), f64::INFINITY);
+        assert!(holds(&slab, &x, &up, 1, 1e6));
+        assert!(build_slab(&x, &still, 1, 1.0).is_some());
+        assert!(build_slab(&x, &still, 1, 1.0 + 1e-12).is_none());
+        assert!(build_slab(&x, &still, 3, 0.5).is_none());
+        assert!(build_slab(&x, &still, 1, 0.0).is_none());
+        assert!(build_slab(&x, &still, 1, f64::NAN).is_none());
+    }
+
+    #[test]
+    fn receding_edges_never_fail_and_nan_fails_at_once() {
+        let x = [
+            -DVec3::X,
+            DVec3::X,
+            DVec3::new(0.0, -1.0, 1.0),
+            DVec3::new(0.0, 1.0, 1.0),
+        ];
+        let v = [DVec3::ZERO, DVec3::ZERO, DVec3::Z, DVec3::Z * 2.0];
+        let slab = build_slab(&x, &v, 2, 0.9).unwrap();
+        assert_eq!(slab.normal, DVec3::Z);
+        assert_eq!(failure_time(&slab, &x, &v, 2), f64::INFINITY);
+        let mut bad = v;
+        bad[1] = DVec3::splat(f64::NAN);
+        assert_eq!(failure_time(&slab, &x, &bad, 2), 0.0);
+        assert!(!holds(&slab, &x, &bad, 2, 0.0));
+    }
+
+    /// Rough timing of `failure_time` (run with
+    /// `cargo test --release --lib kds::slab -- --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn failure_time_timing() {
+        let n = 1024;
+        let mut cases = Vec::with_capacity(n);
+        let mut seed = 12345u64;
+        let mut rnd = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        };
+        while cases.len() < n {
+            let mut x = [DVec3::ZERO; 4];
+            let mut v = [DVec3::ZERO; 4];
+            for i in 0..4 {
+                x[i] = DVec3::new(rnd(), rnd(), rnd() + if i >= 1 { 3.0 } else { 0.0 });
+                v[i] = DVec3::new(rnd(), rnd(), rnd());
+            }
+            if let Some(s) = build_slab(&x, &v, 1, 0.5) {
+                cases.push((s, x, v));
+            }
+        }
+        let reps = 20_000;
+        let start = std::time::Instant::now();
+        let mut acc = 0.0;
+        for _ in 0..reps {
+            for (s, x, v) in &cases {
+                acc += std::hint::black_box(failure_time(
+                    std::hint::black_box(s),
+                    std::hint::black_box(x),
+                    std::hint::black_box(v),
+                    1,
+                ))
+                .min(1.0);
+            }
+        }
+        let ns = start.elapsed().as_nanos() as f64 / (reps * n) as f64;
+        println!("failure_time: {ns:.2} ns/call ({acc})");
+    }
+}

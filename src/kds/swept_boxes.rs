@@ -1,0 +1,280 @@
+//! The interim broad phase: swept bounding boxes over a fixed window, on a hash grid.
+//!
+//! **Interim**: the kinetic k-DOP hierarchy of thesis §5.3 replaces it (issue 4). It is simple and
+//! provably complete: time is cut into windows `[k W, (k + 1) W)`; each vertex's box holds its
+//! linear trajectory from its last velocity change to the end of the window, and is recomputed
+//! whenever its velocity changes. A primitive's box is the union of its vertices' boxes, grown by
+//! `eta1 / 2`: two primitives whose boxes do not overlap stay at least `eta1` apart until one of
+//! their vertices changes velocity or the window ends, so no pair is ever missed. Pairs whose
+//! boxes overlap are the candidates handed to separation slabs.
+
+use glam::DVec3;
+use hashbrown::HashMap;
+
+use crate::state::VertexState;
+
+/// A candidate primitive pair, in global indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PairKey {
+    /// Vertex `0` against triangle `1`.
+    VertexTriangle(u32, u32),
+    /// Edge `0` against edge `1`, with `0 < 1`.
+    EdgeEdge(u32, u32),
+}
+
+/// What a primitive id refers to: ids are vertices, then edges, then triangles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Prim {
+    Vertex(u32),
+    Edge(u32),
+    Triangle(u32),
+}
+
+/// Swept boxes of every vertex and a hash grid of primitive boxes (see the module docs).
+#[derive(Debug)]
+pub struct SweptBoxes {
+    edges: Vec<[u32; 2]>,
+    triangles: Vec<[u32; 3]>,
+    lo: Vec<DVec3>,
+    hi: Vec<DVec3>,
+    margin: f64,
+    window_end: f64,
+    cell: f64,
+    grid: HashMap<[i64; 3], Vec<u32>>,
+    scratch: Vec<u32>,
+}
+
+impl SweptBoxes {
+    /// A broad phase over these primitives; `eta1` is the thickness of the first penalty layer.
+    pub fn new(
+        edges: Vec<[u32; 2]>,
+        triangles: Vec<[u32; 3]>,
+        vertex_count: usize,
+        eta1: f64,
+    ) -> Self {
+        Self {
+            edges,
+            triangles,
+            lo: vec![DVec3::ZERO; vertex_count],
+            hi: vec![DVec3::ZERO; vertex_count],
+            margin: 0.5 * eta1,
+            window_end: 0.0,
+            cell: 1.0,
+            grid: HashMap::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The end of the current window.
+    pub fn window_end(&self) -> f64 {
+        self.window_end
+    }
+
+    /// Global edge list.
+    pub fn edges(&self) -> &[[u32; 2]] {
+        &self.edges
+    }
+
+    /// Global triangle list.
+    pub fn triangles(&self) -> &[[u32; 3]] {
+        &self.triangles
+    }
+
+    fn prim(&self, id: u32) -> Prim {
+        let nv = self.lo.len() as u32;
+        let ne = self.edges.len() as u32;
+        if id < nv {
+            Prim::Vertex(id)
+        } else if id < nv + ne {
+            Prim::Edge(id - nv)
+        } else {
+            Prim::Triangle(id - nv - ne)
+        }
+    }
+
+    fn prim_count(&self) -> u32 {
+        (self.lo.len() + self.edges.len() + self.triangles.len()) as u32
+    }
+
+    fn prim_box(&self, id: u32) -> (DVec3, DVec3) {
+        let union = |vs: &[u32]| {
+            vs.iter()
+                .fold((DVec3::INFINITY, DVec3::NEG_INFINITY), |(lo, hi), &v| {
+                    (lo.min(self.lo[v as usize]), hi.max(self.hi[v as usize]))
+                })
+        };
+        let (lo, hi) = match self.prim(id) {
+            Prim::Vertex(v) => union(&[v]),
+            Prim::Edge(e) => union(&self.edges[e as usize]),
+            Prim::Triangle(t) => union(&self.triangles[t as usize]),
+        };
+        (lo - self.margin, hi + self.margin)
+    }
+
+    fn sweep_vertex(&mut self, state: &VertexState, i: usize, t: f64) {
+        let a = state.position_at(i, t);
+        let b = state.position_at(i, self.window_end.max(t));
+        self.lo[i] = a.min(b);
+        self.hi[i] = a.max(b);
+    }
+
+    fn cells(&self, lo: DVec3, hi: DVec3) -> impl Iterator<Item = [i64; 3]> {
+        let c = |x: f64| (x / self.cell).floor() as i64;
+        let (l, h) = ([c(lo.x), c(lo.y), c(lo.z)], [c(hi.x), c(hi.y), c(hi.z)]);
+        (l[0]..=h[0]).flat_map(move |x| {
+            (l[1]..=h[1]).flat_map(move |y| (l[2]..=h[2]).map(move |z| [x, y, z]))
+        })
+    }
+
+    fn register(&mut self, id: u32) {
+        let (lo, hi) = self.prim_box(id);
+        let cells: Vec<[i64; 3]> = self.cells(lo, hi).collect();
+        for key in cells {
+            self.grid.entry(key).or_default().push(id);
+        }
+    }
+
+    /// Starts a new window `[t, window_end)`: sweeps every vertex and rebuilds the grid. Calls
+    /// `found` once for every overlapping candidate pair.
+    pub fn rebuild(
+        &mut self,
+        state: &VertexState,
+        t: f64,
+        window_end: f64,
+        found: &mut impl FnMut(PairKey),
+    ) {
+        self.window_end = window_end;
+        for i in 0..state.len() {
+            self.sweep_vertex(state, i, t);
+        }
+        // Cells about twice the mean triangle box: a few primitives per cell.
+        let n = self.triangles.len().max(1) as f64;
+        let mean: f64 = (0..self.triangles.len() as u32)
+            .map(|t| {
+                let (lo, hi) = self.prim_box(self.lo.len() as u32 + self.edges.len() as u32 + t);
+                (hi - lo).max_element()
+            })
+            .sum::<f64>()
+            / n;
+        self.cell = (2.0 * mean).max(4.0 * self.margin).max(1e-6);
+        self.grid.clear();
+        for id in 0..self.prim_count() {
+            self.register(id);
+        }
+        let mut cells: Vec<&Vec<u32>> = self.grid.values().collect();
+        cells.sort_unstable_by_key(|c| c.first().copied());
+        for ids in cells {
+            for (k, &a) in ids.iter().enumerate() {
+                for &b in &ids[k + 1..] {
+                    if let Some(pair) = self.candidate(a, b) {
+                        found(pair);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Re-sweeps `vertices` after their velocities changed at time `t`, and calls `found` for
+    /// every candidate pair involving one of `prims`, the primitives touching them (see
+    /// [`Self::prims_of`]).
+    pub fn update(
+        &mut self,
+        state: &VertexState,
+        t: f64,
+        vertices: &[u32],
+        prims: &[u32],
+        found: &mut impl FnMut(PairKey),
+    ) {
+        for &v in vertices {
+            self.sweep_vertex(state, v as usize, t);
+        }
+        let mut prims_sorted = std::mem::take(&mut self.scratch);
+        prims_sorted.clear();
+        prims_sorted.extend_from_slice(prims);
+        let mut prims = prims_sorted;
+        prims.sort_unstable();
+        prims.dedup();
+        for &id in &prims {
+            self.register(id);
+        }
+        let mut others = Vec::new();
+        for &a in &prims {
+            let (lo, hi) = self.prim_box(a);
+            others.clear();
+            for key in self.cells(lo, hi) {
+                if let Some(ids) = self.grid.get(&key) {
+                    others.extend_from_slice(ids);
+                }
+            }
+            others.sort_unstable();
+            others.dedup();
+            for &b in &others {
+                if let Some(pair) = self.candidate(a, b) {
+                    found(pair);
+                }
+            }
+        }
+        self.scratch = prims;
+    }
+
+    /// Primitive ids touching vertex `v` (the vertex itself, its edges and triangles), given the
+    /// vertex's incident edges and triangles.
+    pub fn prims_of(&self, v: u32, edges: &[u32], triangles: &[u32], out: &mut Vec<u32>) {
+        let nv = self.lo.len() as u32;
+        let ne = self.edges.len() as u32;
+        out.push(v);
+        out.extend(edges.iter().map(|&e| nv + e));
+        out.extend(triangles.iter().map(|&t| nv + ne + t));
+    }
+
+    /// Checks that every vertex is inside its swept box at time `t` (for `--audit`).
+    pub fn audit(&self, state: &VertexState, t: f64) -> Result<(), String> {
+        for i in 0..state.len() {
+            let p = state.position_at(i, t);
+            // Positions are recomputed from the same (x, t, v), so they reproduce the sweep
+            // endpoints up to one rounding of the product; allow that much.
+            let slack = 1e-12 * (1.0 + p.abs().max_element());
+            if p.cmplt(self.lo[i] - slack).any() || p.cmpgt(self.hi[i] + slack).any() {
+                return Err(format!("vertex {i} left its broad-phase box at t = {t}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the boxes of the two primitives of `pair` overlap now.
+    pub fn overlaps(&self, pair: PairKey) -> bool {
+        let nv = self.lo.len() as u32;
+        let ne = self.edges.len() as u32;
+        let (a, b) = match pair {
+            PairKey::VertexTriangle(v, t) => (v, nv + ne + t),
+            PairKey::EdgeEdge(e, f) => (nv + e, nv + f),
+        };
+        boxes_overlap(self.prim_box(a), self.prim_box(b))
+    }
+
+    /// The pair formed by primitives `a` and `b` if it is a VT or EE pair of primitives sharing no
+    /// vertex whose boxes overlap.
+    fn candidate(&self, a: u32, b: u32) -> Option<PairKey> {
+        let pair = match (self.prim(a), self.prim(b)) {
+            (Prim::Vertex(v), Prim::Triangle(t)) | (Prim::Triangle(t), Prim::Vertex(v)) => {
+                if self.triangles[t as usize].contains(&v) {
+                    return None;
+                }
+                PairKey::VertexTriangle(v, t)
+            }
+            (Prim::Edge(e), Prim::Edge(f)) if e != f => {
+                let (ea, fa) = (self.edges[e as usize], self.edges[f as usize]);
+                if ea.iter().any(|v| fa.contains(v)) {
+                    return None;
+                }
+                PairKey::EdgeEdge(e.min(f), e.max(f))
+            }
+            _ => return None,
+        };
+        boxes_overlap(self.prim_box(a), self.prim_box(b)).then_some(pair)
+    }
+}
+
+fn boxes_overlap(a: (DVec3, DVec3), b: (DVec3, DVec3)) -> bool {
+    a.0.cmple(b.1).all() && b.0.cmple(a.1).all()
+}
