@@ -27,6 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             },
             fixed: false,
             velocity: DVec3::ZERO,
+            particle_mass: None,
         }],
         scripts: vec![ScriptSpec {
             set: VertexSet {

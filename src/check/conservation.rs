@@ -19,7 +19,9 @@ pub struct Conservation {
     pub elastic: f64,
     /// Gravitational potential `-sum m g . x` (erg), zero at the origin.
     pub gravity: f64,
-    /// `kinetic + elastic + gravity`.
+    /// Energy stored in the active penalty layers (erg).
+    pub penalty: f64,
+    /// `kinetic + elastic + gravity + penalty`.
     pub total: f64,
     /// Linear momentum `sum m v` (g cm/s).
     pub momentum: DVec3,
@@ -35,6 +37,7 @@ pub fn measure(sim: &Simulation, time: f64, positions: &[DVec3]) -> Conservation
     let mut c = Conservation {
         time,
         elastic: sim.springs().energy(positions) + sim.hinges().energy(positions),
+        penalty: sim.penalty_energy(positions),
         ..Conservation::default()
     };
     for (i, &x) in positions.iter().enumerate() {
@@ -47,6 +50,6 @@ pub fn measure(sim: &Simulation, time: f64, positions: &[DVec3]) -> Conservation
         c.momentum += m * v;
         c.angular_momentum += m * x.cross(v);
     }
-    c.total = c.kinetic + c.elastic + c.gravity;
+    c.total = c.kinetic + c.elastic + c.gravity + c.penalty;
     c
 }

@@ -38,7 +38,10 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             triangle_count: mesh.triangles.len() as u32,
         });
         triangles.extend(mesh.triangles.iter().map(|t| t.map(|v| v + first_vertex)));
-        let masses = lumped_masses(mesh, object.material.density);
+        let masses = match object.particle_mass {
+            Some(m) => vec![m],
+            None => lumped_masses(mesh, object.material.density),
+        };
         let kind = if object.fixed {
             VertexKind::Fixed
         } else {
@@ -58,7 +61,11 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
                 .push(if object.fixed { 0.0 } else { 1.0 / m });
             state.kind.push(kind);
         }
-        topologies.push(Topology::build(mesh).map_err(|e| SceneError::mesh(i, &e))?);
+        topologies.push(if object.particle_mass.is_some() {
+            Topology::default()
+        } else {
+            Topology::build(mesh).map_err(|e| SceneError::mesh(i, &e))?
+        });
     }
     let global = |set: &VertexSet| -> Vec<u32> {
         let offset = objects[set.object].first_vertex;
@@ -283,6 +290,7 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
         time: 0.0,
         scratch: Vec::new(),
         contact,
+        pending_global_kick: false,
         audit: false,
         stats,
     })

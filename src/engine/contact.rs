@@ -27,6 +27,11 @@ use crate::state::VertexState;
 /// closer than `ACTIVATION * eta(l)` (thesis §5.3: 11/10).
 const ACTIVATION: f64 = 1.1;
 
+/// Slabs certify a gap this much wider than the layer, so that round-off in evaluating their
+/// linear conditions can never let a pair reach `eta(l)` unannounced: when two sheets approach
+/// face to face every slab condition fails at once, exactly at `d = eta`.
+const SLAB_MARGIN: f64 = 1.0 + 1e-9;
+
 /// Contact statistics for `stats.json`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct ContactStats {
@@ -302,7 +307,7 @@ impl Contact {
     fn certify(&mut self, id: u32, state: &VertexState, t: f64, queue: &mut EventQueue) {
         let i = id as usize;
         let (x, v) = self.kinematics(id, state, t);
-        let eta = self.schedule.eta(self.pairs.certified[i]);
+        let eta = SLAB_MARGIN * self.schedule.eta(self.pairs.certified[i]);
         let a = self.a_count(id);
         let slab = build_slab(&x, &v, a, eta);
         self.pairs.slab[i] = slab;
@@ -619,16 +624,24 @@ impl Contact {
         total
     }
 
-    /// The audit (`--audit`): every live slab holds at `t`, every candidate pair closer than
-    /// `eta(l)` has layers `1..=l` active, and every vertex is inside its swept box.
-    pub(super) fn audit(&self, state: &VertexState, t: f64) -> Result<(), String> {
+    /// The audit (`--audit`): every live slab not yet due holds at `t`, every candidate pair
+    /// closer than `eta(l)` has layers `1..=l` active, and every vertex is inside its swept box.
+    pub(super) fn audit(
+        &self,
+        state: &VertexState,
+        t: f64,
+        queue: &EventQueue,
+    ) -> Result<(), String> {
         for i in 0..self.pairs.key.len() {
             if !self.pairs.live[i] {
                 continue;
             }
             let id = i as u32;
             let key = self.pairs.key[i];
-            if let Some(slab) = &self.pairs.slab[i] {
+            let due = queue
+                .time_of(self.pairs.cert[i])
+                .is_some_and(|due| due <= t);
+            if let (Some(slab), false) = (&self.pairs.slab[i], due) {
                 let t0 = self.pairs.slab_time[i];
                 let (x, v) = self.kinematics(id, state, t0);
                 if !holds(slab, &x, &v, self.a_count(id), t - t0) {

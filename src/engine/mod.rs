@@ -181,6 +181,9 @@ pub struct Simulation {
     time: f64,
     scratch: Vec<DVec3>,
     contact: Option<contact::Contact>,
+    /// Every vertex's velocity changed at `time` and the certificates have not been re-timed
+    /// yet: done once after the last of the simultaneous whole-mesh force ticks.
+    pending_global_kick: bool,
     audit: bool,
     stats: Stats,
 }
@@ -302,6 +305,12 @@ impl Simulation {
 
     fn event_loop(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), RunError> {
         while let Some((id, t)) = self.queue.peek() {
+            if self.pending_global_kick
+                && (t > self.time || self.events.kind(id) != EventKind::Force)
+            {
+                self.flush_global_kick();
+                continue;
+            }
             if t > until {
                 break;
             }
@@ -318,16 +327,20 @@ impl Simulation {
                     self.fire_contact(id, kind, t)?
                 }
             }
-            if self.audit {
+            if self.audit && !self.pending_global_kick {
                 if let Some(c) = &self.contact {
-                    c.audit(&self.state, t).map_err(|message| RunError::Audit {
-                        time: t,
-                        event: id.0,
-                        kind: format!("{kind:?}"),
-                        message,
-                    })?;
+                    c.audit(&self.state, t, &self.queue)
+                        .map_err(|message| RunError::Audit {
+                            time: t,
+                            event: id.0,
+                            kind: format!("{kind:?}"),
+                            message,
+                        })?;
                 }
             }
+        }
+        if self.pending_global_kick {
+            self.flush_global_kick();
         }
         if until.is_finite() {
             self.time = self.time.max(until);
@@ -398,7 +411,16 @@ impl Simulation {
             ForceTarget::AllSprings
             | ForceTarget::AllHinges
             | ForceTarget::Gravity
-            | ForceTarget::Drag => contact.after_global_kick(state, t, events, queue),
+            | ForceTarget::Drag => self.pending_global_kick = true,
+        }
+    }
+
+    /// Re-times every certificate after whole-mesh force ticks at the current time.
+    fn flush_global_kick(&mut self) {
+        self.pending_global_kick = false;
+        if let Some(c) = &mut self.contact {
+            let t = self.time;
+            c.after_global_kick(&self.state, t, &mut self.events, &mut self.queue);
         }
     }
 

@@ -37,6 +37,9 @@ pub struct SweptBoxes {
     triangles: Vec<[u32; 3]>,
     lo: Vec<DVec3>,
     hi: Vec<DVec3>,
+    /// Cached primitive boxes (already grown by `margin`), indexed by primitive id.
+    prim_lo: Vec<DVec3>,
+    prim_hi: Vec<DVec3>,
     margin: f64,
     window_end: f64,
     cell: f64,
@@ -52,11 +55,14 @@ impl SweptBoxes {
         vertex_count: usize,
         eta1: f64,
     ) -> Self {
+        let prims = vertex_count + edges.len() + triangles.len();
         Self {
             edges,
             triangles,
             lo: vec![DVec3::ZERO; vertex_count],
             hi: vec![DVec3::ZERO; vertex_count],
+            prim_lo: vec![DVec3::ZERO; prims],
+            prim_hi: vec![DVec3::ZERO; prims],
             margin: 0.5 * eta1,
             window_end: 0.0,
             cell: 1.0,
@@ -96,7 +102,20 @@ impl SweptBoxes {
         (self.lo.len() + self.edges.len() + self.triangles.len()) as u32
     }
 
+    /// The cached box of primitive `id`.
+    #[inline]
     fn prim_box(&self, id: u32) -> (DVec3, DVec3) {
+        (self.prim_lo[id as usize], self.prim_hi[id as usize])
+    }
+
+    /// Recomputes the cached box of primitive `id` from its vertices' boxes.
+    fn refresh_prim(&mut self, id: u32) {
+        let (lo, hi) = self.compute_prim_box(id);
+        self.prim_lo[id as usize] = lo;
+        self.prim_hi[id as usize] = hi;
+    }
+
+    fn compute_prim_box(&self, id: u32) -> (DVec3, DVec3) {
         let union = |vs: &[u32]| {
             vs.iter()
                 .fold((DVec3::INFINITY, DVec3::NEG_INFINITY), |(lo, hi), &v| {
@@ -147,7 +166,10 @@ impl SweptBoxes {
         for i in 0..state.len() {
             self.sweep_vertex(state, i, t);
         }
-        // Cells about twice the mean triangle box: a few primitives per cell.
+        for id in 0..self.prim_count() {
+            self.refresh_prim(id);
+        }
+        // Cells about the size of the mean triangle box: a few primitives per cell.
         let n = self.triangles.len().max(1) as f64;
         let mean: f64 = (0..self.triangles.len() as u32)
             .map(|t| {
@@ -156,16 +178,28 @@ impl SweptBoxes {
             })
             .sum::<f64>()
             / n;
-        self.cell = (2.0 * mean).max(4.0 * self.margin).max(1e-6);
+        self.cell = mean.max(4.0 * self.margin).max(1e-6);
         self.grid.clear();
         for id in 0..self.prim_count() {
             self.register(id);
         }
-        let mut cells: Vec<&Vec<u32>> = self.grid.values().collect();
-        cells.sort_unstable_by_key(|c| c.first().copied());
-        for ids in cells {
-            for (k, &a) in ids.iter().enumerate() {
-                for &b in &ids[k + 1..] {
+        // Each cell lists its primitives by increasing id: vertices, then edges, then
+        // triangles. Only vertex-triangle and edge-edge pairs are candidates.
+        let nv = self.lo.len() as u32;
+        let ne = nv + self.edges.len() as u32;
+        for ids in self.grid.values() {
+            let edges_start = ids.partition_point(|&id| id < nv);
+            let tris_start = ids.partition_point(|&id| id < ne);
+            for &v in &ids[..edges_start] {
+                for &t in &ids[tris_start..] {
+                    if let Some(pair) = self.candidate(v, t) {
+                        found(pair);
+                    }
+                }
+            }
+            let edges = &ids[edges_start..tris_start];
+            for (k, &a) in edges.iter().enumerate() {
+                for &b in &edges[k + 1..] {
                     if let Some(pair) = self.candidate(a, b) {
                         found(pair);
                     }
@@ -194,6 +228,9 @@ impl SweptBoxes {
         let mut prims = prims_sorted;
         prims.sort_unstable();
         prims.dedup();
+        for &id in &prims {
+            self.refresh_prim(id);
+        }
         for &id in &prims {
             self.register(id);
         }

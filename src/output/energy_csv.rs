@@ -7,8 +7,8 @@ use std::path::Path;
 use crate::check::measure;
 use crate::engine::{Frame, FrameSink, RunError};
 
-/// Appends a row per frame: time, kinetic, elastic, gravity, total energy, momentum (x, y, z),
-/// angular momentum (x, y, z).
+/// Appends a row per frame: time, kinetic, elastic, gravity, penalty, total energy, momentum
+/// (x, y, z), angular momentum (x, y, z).
 #[derive(Debug)]
 pub struct EnergyCsv {
     out: BufWriter<File>,
@@ -16,7 +16,7 @@ pub struct EnergyCsv {
 
 impl EnergyCsv {
     /// The CSV header.
-    pub const HEADER: &'static str = "time,kinetic,elastic,gravity,total,px,py,pz,lx,ly,lz";
+    pub const HEADER: &'static str = "time,kinetic,elastic,gravity,penalty,total,px,py,pz,lx,ly,lz";
 
     /// Creates (truncates) the file and writes the header.
     pub fn create(path: &Path) -> std::io::Result<Self> {
@@ -32,8 +32,19 @@ impl FrameSink for EnergyCsv {
         let (p, l) = (c.momentum, c.angular_momentum);
         writeln!(
             self.out,
-            "{},{},{},{},{},{},{},{},{},{},{}",
-            c.time, c.kinetic, c.elastic, c.gravity, c.total, p.x, p.y, p.z, l.x, l.y, l.z
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            c.time,
+            c.kinetic,
+            c.elastic,
+            c.gravity,
+            c.penalty,
+            c.total,
+            p.x,
+            p.y,
+            p.z,
+            l.x,
+            l.y,
+            l.z
         )?;
         self.out.flush()?;
         Ok(())

@@ -59,6 +59,29 @@ pub struct SceneObject {
     pub fixed: bool,
     /// Initial velocity of every vertex.
     pub velocity: DVec3,
+    /// A point particle of this mass (g): the mesh is a single vertex and no triangle.
+    pub particle_mass: Option<f64>,
+}
+
+impl SceneObject {
+    /// A point particle of mass `mass` at `position`.
+    pub fn particle(name: impl Into<String>, position: DVec3, mass: f64) -> Self {
+        Self {
+            name: name.into(),
+            mesh: TriMesh::new(vec![position], Vec::new()),
+            material: Material {
+                density: 1.0,
+                stretch: 0.0,
+                stretch_damping: 0.0,
+                bend: 0.0,
+                bend_damping: 0.0,
+                drag: 0.0,
+            },
+            fixed: false,
+            velocity: DVec3::ZERO,
+            particle_mass: Some(mass),
+        }
+    }
 }
 
 /// A set of vertices of one object, by local vertex index.

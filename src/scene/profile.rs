@@ -330,6 +330,9 @@ enum MeshSpec {
     Obj {
         path: String,
     },
+    Particle {
+        mass: f64,
+    },
 }
 
 #[derive(Deserialize)]
@@ -489,6 +492,10 @@ impl ObjectTable {
         let [rx, ry, rz] = self.rotate.map(f64::to_radians);
         let rotation = DQuat::from_euler(EulerRot::ZYX, rz, ry, rx);
         let mesh = mesh.transformed(scale, rotation, DVec3::from_array(self.translate));
+        let particle_mass = match self.mesh {
+            MeshSpec::Particle { mass } => Some(mass),
+            _ => None,
+        };
         let material = match self.material {
             Some(m) => Material {
                 density: m.density,
@@ -498,7 +505,7 @@ impl ObjectTable {
                 bend_damping: m.bend_damping,
                 drag: m.drag,
             },
-            None if self.fixed => Material {
+            None if self.fixed || particle_mass.is_some() => Material {
                 density: 1.0,
                 stretch: 0.0,
                 stretch_damping: 0.0,
@@ -509,7 +516,7 @@ impl ObjectTable {
             None => {
                 return Err(SceneError::new(
                     path,
-                    "missing [object.material]: only fixed objects may omit it",
+                    "missing [object.material]: only fixed objects and particles may omit it",
                 ))
             }
         };
@@ -519,6 +526,7 @@ impl ObjectTable {
             material,
             fixed: self.fixed,
             velocity: DVec3::from_array(self.velocity),
+            particle_mass,
         })
     }
 }
@@ -566,6 +574,7 @@ impl MeshSpec {
                 let full: PathBuf = base.join(path);
                 mesh::read_obj(&full)
             }
+            Self::Particle { .. } => Ok(TriMesh::new(vec![DVec3::ZERO], Vec::new())),
         }
     }
 }

@@ -93,9 +93,20 @@ fn objects(s: &Scene) -> Result {
                 format!("two objects are called {:?}; names must be unique", o.name),
             ));
         }
-        o.mesh.validate().map_err(|e| SceneError::mesh(i, &e))?;
-        if !o.fixed {
-            unused_vertex(o, &path)?;
+        if let Some(mass) = &o.particle_mass {
+            positive(mass, &format!("{path}.mesh.mass"))?;
+            let p = &o.mesh.positions;
+            if p.len() != 1 || !o.mesh.triangles.is_empty() || !p[0].is_finite() {
+                return Err(SceneError::new(
+                    format!("{path}.mesh"),
+                    "a particle is one finite vertex and no triangle",
+                ));
+            }
+        } else {
+            o.mesh.validate().map_err(|e| SceneError::mesh(i, &e))?;
+            if !o.fixed {
+                unused_vertex(o, &path)?;
+            }
         }
         let m = &o.material;
         positive(&m.density, &format!("{path}.material.density"))?;

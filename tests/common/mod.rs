@@ -46,6 +46,7 @@ pub fn sheet_scene(n: usize, size: f64, material: Material) -> Scene {
             material,
             fixed: false,
             velocity: DVec3::ZERO,
+            particle_mass: None,
         }],
         ..Scene::default()
     }

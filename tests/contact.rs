@@ -1,0 +1,276 @@
+//! Contact: penalty layers, slabs and the safety guarantee, each scene audited after every event
+//! (`set_audit`) and its frames checked by the exact intersection audit.
+
+mod common;
+
+use acm::check::{audit_positions, measure, AuditReport};
+use acm::mesh;
+use acm::scene::{profile, Material, Scene, SceneObject};
+use acm::{Frame, FrameSink, NoFrames, RunError, Simulation};
+use common::{acm, profiles_dir};
+use glam::DVec3;
+
+/// Collects the exact intersection audit of every frame.
+struct Audited(AuditReport);
+
+impl FrameSink for Audited {
+    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
+        audit_positions(
+            frame.positions,
+            frame.simulation.triangles(),
+            1.0,
+            frame.index,
+            &mut self.0,
+        )
+        .map_err(|e| RunError::Internal {
+            time: frame.time,
+            event: 0,
+            message: e.to_string(),
+        })
+    }
+}
+
+/// Runs `sim` to `until` with the per-event audit on and every frame audited exactly.
+fn run_audited(sim: &mut Simulation, until: f64) -> AuditReport {
+    sim.set_audit(true);
+    let mut sink = Audited(AuditReport::default());
+    sim.run_until(until, &mut sink)
+        .expect("the run passes the audit");
+    assert!(sink.0.frames > 0);
+    assert_eq!(sink.0.intersecting_pairs, 0, "{:?}", sink.0.first_bad);
+    sink.0
+}
+
+fn floor_scene(particle_height: f64, velocity: DVec3) -> Scene {
+    let floor = SceneObject {
+        name: "floor".into(),
+        mesh: mesh::sheet(2, 2, 10.0, 10.0).unwrap(),
+        material: Material::default(),
+        fixed: true,
+        velocity: DVec3::ZERO,
+        particle_mass: None,
+    };
+    let mut particle =
+        SceneObject::particle("particle", DVec3::new(0.3, particle_height, 0.2), 0.01);
+    particle.velocity = velocity;
+    let mut scene = Scene {
+        name: "particle".into(),
+        objects: vec![floor, particle],
+        ..Scene::default()
+    };
+    scene.contact.enabled = true;
+    scene
+}
+
+#[test]
+fn walkthrough_particle_rests_where_layer_one_balances_gravity() {
+    let scene = profile::load(&profiles_dir().join("particle_floor.toml"), &[]).unwrap();
+    let mut sim = Simulation::new(&scene).unwrap();
+    run_audited(&mut sim, 1.0);
+    // Time-average the height over the second half of the run.
+    let (mut sum, mut n) = (0.0, 0);
+    let particle = sim.objects()[1].first_vertex as usize;
+    for k in 1..=2000 {
+        let t = 1.0 + k as f64 * 5e-4;
+        sim.run_until(t, &mut NoFrames).unwrap();
+        sum += sim.state().position_at(particle, t).y;
+        n += 1;
+    }
+    let rest = sum / n as f64;
+    let expected = scene.contact.eta1 - 0.01 * 981.0 / scene.contact.r1;
+    assert!(
+        (rest - expected).abs() < 0.01 * expected,
+        "rest height {rest}, expected {expected}"
+    );
+    let contact = sim.stats().contact.clone().unwrap();
+    assert!(contact.deepest_layer >= 1);
+    assert!(contact.min_distance > 0.0);
+}
+
+#[test]
+fn thrown_particle_never_penetrates_and_goes_deeper_when_faster() {
+    let mut deepest = Vec::new();
+    for speed in [10.0, 1e3, 1e5] {
+        let mut scene = floor_scene(1.0, DVec3::new(0.0, -speed, 0.0));
+        scene.gravity = DVec3::ZERO;
+        scene.frame_interval = 1.0 / speed;
+        let mut sim = Simulation::new(&scene).unwrap();
+        let particle = sim.objects()[1].first_vertex as usize;
+        // Long enough to reach the floor and bounce off.
+        let end = 3.0 / speed;
+        let mut lowest = f64::INFINITY;
+        sim.set_audit(true);
+        for k in 1..=300 {
+            let t = end * k as f64 / 300.0;
+            sim.run_until(t, &mut NoFrames).unwrap();
+            lowest = lowest.min(sim.state().position_at(particle, t).y);
+        }
+        assert!(
+            lowest > 0.0,
+            "speed {speed}: the particle reached y = {lowest}"
+        );
+        let contact = sim.stats().contact.clone().unwrap();
+        assert!(contact.min_distance > 0.0);
+        assert!(
+            sim.state().v[particle].y > 0.0,
+            "speed {speed}: it bounced back"
+        );
+        deepest.push(contact.deepest_layer);
+    }
+    assert!(
+        deepest[0] < deepest[1] && deepest[1] < deepest[2],
+        "deepest layers {deepest:?} should grow with speed"
+    );
+}
+
+#[test]
+fn sheets_colliding_head_on_conserve_momentum() {
+    let sheet = |name: &str, y: f64, vy: f64| SceneObject {
+        name: name.into(),
+        mesh: mesh::sheet(6, 6, 10.0, 10.0).unwrap().transformed(
+            DVec3::ONE,
+            glam::DQuat::from_rotation_y(0.3 * y),
+            DVec3::new(0.2 * y, y, 0.0),
+        ),
+        material: Material {
+            density: 0.01,
+            stretch: 5000.0,
+            stretch_damping: 0.0,
+            bend: 1.0,
+            bend_damping: 0.0,
+            drag: 0.0,
+        },
+        fixed: false,
+        velocity: DVec3::new(0.0, vy, 0.0),
+        particle_mass: None,
+    };
+    let mut scene = Scene {
+        name: "head_on".into(),
+        gravity: DVec3::ZERO,
+        frame_interval: 2e-4,
+        objects: vec![sheet("a", 1.0, -500.0), sheet("b", -1.0, 600.0)],
+        ..Scene::default()
+    };
+    scene.contact.enabled = true;
+    let mut sim = Simulation::new(&scene).unwrap();
+    let momentum = |sim: &Simulation| {
+        let mut x = Vec::new();
+        sim.positions_at(sim.time(), &mut x);
+        measure(sim, sim.time(), &x).momentum
+    };
+    let scale: f64 = (0..sim.state().len())
+        .map(|i| sim.state().mass[i] * sim.state().v[i].length())
+        .sum();
+    let before = momentum(&sim);
+    run_audited(&mut sim, 0.004);
+    let after = momentum(&sim);
+    let contact = sim.stats().contact.clone().unwrap();
+    assert!(contact.deepest_layer >= 1, "the sheets met");
+    let drift = (after - before).length() / scale;
+    assert!(drift < 1e-10, "momentum drifted by {drift:e} (relative)");
+    // They collided (COR 0): the layers took out at least 90% of the 1100 cm/s approach.
+    let mean_vy = |o: usize| {
+        let r = &sim.objects()[o];
+        let vs = &sim.state().v[r.first_vertex as usize..][..r.vertex_count as usize];
+        vs.iter().map(|v| v.y).sum::<f64>() / vs.len() as f64
+    };
+    assert!(
+        mean_vy(1) - mean_vy(0) < 110.0,
+        "still approaching at {} cm/s",
+        mean_vy(1) - mean_vy(0)
+    );
+}
+
+#[test]
+fn sheet_on_sphere_stays_clean() {
+    let overrides = ["object.sheet.translate=[0.0, 20.6, 0.0]".to_string()];
+    let scene = profile::load(&profiles_dir().join("sheet_on_sphere.toml"), &overrides).unwrap();
+    let mut sim = Simulation::new(&scene).unwrap();
+    let report = run_audited(&mut sim, 0.05);
+    assert!(report.min_distance > 0.0);
+    let contact = sim.stats().contact.clone().unwrap();
+    assert!(contact.deepest_layer >= 1, "the sheet touched the sphere");
+}
+
+#[test]
+fn converging_layer_schedule_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("particle_floor.toml");
+    let out = acm(
+        dir.path(),
+        &[
+            "run",
+            profile.to_str().unwrap(),
+            "--set",
+            "contact.eta_exponent=1.0",
+            "--set",
+            "contact.r_exponent=0.5",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("converges"), "{stderr}");
+}
+
+#[test]
+fn start_closer_than_eta1_is_rejected_naming_the_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("particle_floor.toml");
+    let out = acm(
+        dir.path(),
+        &[
+            "run",
+            profile.to_str().unwrap(),
+            "--set",
+            "object.particle.translate=[0.3, 0.05, 0.2]",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("closer than contact.eta1"), "{stderr}");
+    assert!(stderr.contains("\"particle\""), "{stderr}");
+}
+
+#[test]
+fn check_command_reports_clean_and_intersecting_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("particle_floor.toml");
+    let out = acm(
+        dir.path(),
+        &[
+            "run",
+            profile.to_str().unwrap(),
+            "--until",
+            "0.3",
+            "--out",
+            "f",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = acm(dir.path(), &["check", "f"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(report["frames"], 16);
+    assert_eq!(report["intersecting_pairs"], 0);
+
+    // Two crossing triangles.
+    let bad = dir.path().join("bad");
+    std::fs::create_dir(&bad).unwrap();
+    std::fs::write(
+        bad.join("frame_00000.obj"),
+        "o a\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\no b\nv 0.2 0.2 -1\nv 0.2 0.2 1\nv 2 2 0\nf 4 5 6\n",
+    )
+    .unwrap();
+    let out = acm(dir.path(), &["check", "bad"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(report["intersecting_pairs"], 1);
+    assert_eq!(report["first_bad"]["triangles"], serde_json::json!([0, 1]));
+
+    let out = acm(dir.path(), &["check", "missing"]);
+    assert_eq!(out.status.code(), Some(2));
+}
