@@ -711,23 +711,4 @@ mod tests {
         assert_eq!(r.intersecting_pairs, 1);
         assert_eq!(r.min_distance, 0.0);
     }
-
-    /// Timing of a 100 x 100-vertex folded sheet (run with `--release -- --ignored`).
-    #[test]
-    #[ignore]
-    fn timing_100x100_folded_sheet() {
-        let (pos, tris) = folded_sheet(100, 100, 0.01, 0.004);
-        for threads in [1, rayon::current_num_threads()] {
-            for _ in 0..3 {
-                let t = std::time::Instant::now();
-                let report = with_threads(threads, || audit_frame(&pos, &tris, 0.01, 0).unwrap());
-                let dt = t.elapsed();
-                println!(
-                    "{} triangles, {threads} threads: {dt:?} -> {report:?}",
-                    tris.len()
-                );
-                assert!(report.is_clean());
-            }
-        }
-    }
 }

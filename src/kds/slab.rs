@@ -317,47 +317,4 @@ mod tests {
         assert_eq!(failure_time(&slab, &x, &bad, 2), 0.0);
         assert!(!holds(&slab, &x, &bad, 2, 0.0));
     }
-
-    /// Rough timing of `failure_time` (run with
-    /// `cargo test --release --lib kds::slab -- --ignored --nocapture`).
-    #[test]
-    #[ignore]
-    fn failure_time_timing() {
-        let n = 1024;
-        let mut cases = Vec::with_capacity(n);
-        let mut seed = 12345u64;
-        let mut rnd = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        };
-        while cases.len() < n {
-            let mut x = [DVec3::ZERO; 4];
-            let mut v = [DVec3::ZERO; 4];
-            for i in 0..4 {
-                x[i] = DVec3::new(rnd(), rnd(), rnd() + if i >= 1 { 3.0 } else { 0.0 });
-                v[i] = DVec3::new(rnd(), rnd(), rnd());
-            }
-            if let Some(s) = build_slab(&x, &v, 1, 0.5) {
-                cases.push((s, x, v));
-            }
-        }
-        let reps = 20_000;
-        let start = std::time::Instant::now();
-        let mut acc = 0.0;
-        for _ in 0..reps {
-            for (s, x, v) in &cases {
-                acc += std::hint::black_box(failure_time(
-                    std::hint::black_box(s),
-                    std::hint::black_box(x),
-                    std::hint::black_box(v),
-                    1,
-                ))
-                .min(1.0);
-            }
-        }
-        let ns = start.elapsed().as_nanos() as f64 / (reps * n) as f64;
-        println!("failure_time: {ns:.2} ns/call ({acc})");
-    }
 }
