@@ -317,13 +317,13 @@ fn too_close(close: &TooClose, objects: &[ObjectRange], scene: &Scene) -> SceneE
         PairKey::VertexTriangle(..) => {
             ("vertex and triangle", &close.verts[..1], &close.verts[1..])
         }
-        PairKey::EdgeEdge(..) => ("edges", &close.verts[..2], &close.verts[2..]),
+        PairKey::EdgeEdge(..) => ("two edges", &close.verts[..2], &close.verts[2..]),
     };
     let ((oa, da), (_, db)) = (describe(a), describe(b));
     SceneError::new(
         format!("object[{oa}]"),
         format!(
-            "two {what} start {:.3e} cm apart, closer than contact.eta1 = {}: {da} and {db}. \
+            "{what} start {:.3e} cm apart, closer than contact.eta1 = {}: {da} and {db}. \
              Separate the objects (or refine the mesh) so that non-adjacent primitives are at \
              least eta1 apart, or lower contact.eta1",
             close.distance, scene.contact.eta1
