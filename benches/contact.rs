@@ -23,8 +23,8 @@ fn cases() -> Vec<([DVec3; 4], [DVec3; 4])> {
             let mut x = [DVec3::ZERO; 4];
             let mut v = [DVec3::ZERO; 4];
             x[0] = DVec3::new(rnd(), 1.0 + rnd().abs(), rnd());
-            for k in 1..4 {
-                x[k] = DVec3::new(2.0 * rnd(), 0.1 * rnd(), 2.0 * rnd());
+            for xk in &mut x[1..] {
+                *xk = DVec3::new(2.0 * rnd(), 0.1 * rnd(), 2.0 * rnd());
             }
             for vk in &mut v {
                 *vk = DVec3::new(rnd(), rnd(), rnd());
