@@ -274,3 +274,28 @@ fn check_command_reports_clean_and_intersecting_frames() {
     let out = acm(dir.path(), &["check", "missing"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn contact_runs_are_bit_identical_on_any_number_of_threads() {
+    let overrides = ["object.sheet.translate=[0.0, 20.6, 0.0]".to_string()];
+    let scene = profile::load(&profiles_dir().join("sheet_on_sphere.toml"), &overrides).unwrap();
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut sim = Simulation::new(&scene).unwrap();
+            sim.run_until(0.04, &mut NoFrames).unwrap();
+            let mut x = Vec::new();
+            sim.positions_at(0.04, &mut x);
+            (x, sim.stats().events.clone())
+        })
+    };
+    let (one, events) = run(1);
+    assert!(events.contact > 0, "contact happened");
+    for threads in [2, 4] {
+        let (many, _) = run(threads);
+        assert!(one == many, "{threads} threads changed the positions");
+    }
+}

@@ -44,7 +44,49 @@ pub struct SweptBoxes {
     window_end: f64,
     cell: f64,
     grid: HashMap<[i64; 3], Vec<u32>>,
+    /// Per primitive: the cells it is registered in since the last rebuild.
+    registered: Vec<CellRange>,
+    /// Per primitive: the query stamp that last saw it (dedupes grid queries without sorting).
+    seen: Vec<u32>,
+    stamp: u32,
     scratch: Vec<u32>,
+}
+
+/// An inclusive box of grid cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct CellRange {
+    lo: [i64; 3],
+    hi: [i64; 3],
+}
+
+impl CellRange {
+    /// The range holding no cell.
+    const EMPTY: Self = Self {
+        lo: [i64::MAX; 3],
+        hi: [i64::MIN; 3],
+    };
+
+    fn contains_cell(&self, c: [i64; 3]) -> bool {
+        (0..3).all(|k| self.lo[k] <= c[k] && c[k] <= self.hi[k])
+    }
+
+    fn contains(&self, other: &Self) -> bool {
+        (0..3).all(|k| self.lo[k] <= other.lo[k] && other.hi[k] <= self.hi[k])
+    }
+
+    fn union(&self, other: &Self) -> Self {
+        Self {
+            lo: std::array::from_fn(|k| self.lo[k].min(other.lo[k])),
+            hi: std::array::from_fn(|k| self.hi[k].max(other.hi[k])),
+        }
+    }
+
+    fn cells(self) -> impl Iterator<Item = [i64; 3]> {
+        let (l, h) = (self.lo, self.hi);
+        (l[0]..=h[0]).flat_map(move |x| {
+            (l[1]..=h[1]).flat_map(move |y| (l[2]..=h[2]).map(move |z| [x, y, z]))
+        })
+    }
 }
 
 impl SweptBoxes {
@@ -63,6 +105,9 @@ impl SweptBoxes {
             hi: vec![DVec3::ZERO; vertex_count],
             prim_lo: vec![DVec3::ZERO; prims],
             prim_hi: vec![DVec3::ZERO; prims],
+            registered: vec![CellRange::EMPTY; prims],
+            seen: vec![0; prims],
+            stamp: 0,
             margin: 0.5 * eta1,
             window_end: 0.0,
             cell: 1.0,
@@ -137,20 +182,31 @@ impl SweptBoxes {
         self.hi[i] = a.max(b);
     }
 
-    fn cells(&self, lo: DVec3, hi: DVec3) -> impl Iterator<Item = [i64; 3]> {
+    /// The range of grid cells a box covers (inclusive).
+    fn cell_range(&self, lo: DVec3, hi: DVec3) -> CellRange {
         let c = |x: f64| (x / self.cell).floor() as i64;
-        let (l, h) = ([c(lo.x), c(lo.y), c(lo.z)], [c(hi.x), c(hi.y), c(hi.z)]);
-        (l[0]..=h[0]).flat_map(move |x| {
-            (l[1]..=h[1]).flat_map(move |y| (l[2]..=h[2]).map(move |z| [x, y, z]))
-        })
+        CellRange {
+            lo: [c(lo.x), c(lo.y), c(lo.z)],
+            hi: [c(hi.x), c(hi.y), c(hi.z)],
+        }
     }
 
+    /// Registers primitive `id` in every cell its current box covers that it is not yet
+    /// registered in (since the last rebuild), so cells never hold duplicates.
     fn register(&mut self, id: u32) {
         let (lo, hi) = self.prim_box(id);
-        let cells: Vec<[i64; 3]> = self.cells(lo, hi).collect();
-        for key in cells {
-            self.grid.entry(key).or_default().push(id);
+        let new = self.cell_range(lo, hi);
+        let old = self.registered[id as usize];
+        if old.contains(&new) {
+            return;
         }
+        let union = old.union(&new);
+        for key in union.cells() {
+            if !old.contains_cell(key) {
+                self.grid.entry(key).or_default().push(id);
+            }
+        }
+        self.registered[id as usize] = union;
     }
 
     /// Starts a new window `[t, window_end)`: sweeps every vertex and rebuilds the grid. Calls
@@ -180,6 +236,7 @@ impl SweptBoxes {
             / n;
         self.cell = mean.max(4.0 * self.margin).max(1e-6);
         self.grid.clear();
+        self.registered.fill(CellRange::EMPTY);
         for id in 0..self.prim_count() {
             self.register(id);
         }
@@ -234,20 +291,20 @@ impl SweptBoxes {
         for &id in &prims {
             self.register(id);
         }
-        let mut others = Vec::new();
         for &a in &prims {
             let (lo, hi) = self.prim_box(a);
-            others.clear();
-            for key in self.cells(lo, hi) {
-                if let Some(ids) = self.grid.get(&key) {
-                    others.extend_from_slice(ids);
-                }
-            }
-            others.sort_unstable();
-            others.dedup();
-            for &b in &others {
-                if let Some(pair) = self.candidate(a, b) {
-                    found(pair);
+            self.stamp = self.stamp.wrapping_add(1);
+            for key in self.cell_range(lo, hi).cells() {
+                let Some(ids) = self.grid.get(&key) else {
+                    continue;
+                };
+                for &b in ids {
+                    if self.seen[b as usize] != self.stamp {
+                        self.seen[b as usize] = self.stamp;
+                        if let Some(pair) = self.candidate(a, b) {
+                            found(pair);
+                        }
+                    }
                 }
             }
         }
