@@ -289,7 +289,7 @@ fn contact_runs_are_bit_identical_on_any_number_of_threads() {
             sim.run_until(0.04, &mut NoFrames).unwrap();
             let mut x = Vec::new();
             sim.positions_at(0.04, &mut x);
-            (x, sim.stats().events.clone())
+            (x, sim.stats().events)
         })
     };
     let (one, events) = run(1);
