@@ -12,6 +12,10 @@
 //! positions and writes `v`, the mass is read only when an impulse is applied.
 
 use glam::DVec3;
+use rayon::prelude::*;
+
+/// Vertices per rayon task in whole-mesh passes: below this, splitting costs more than it saves.
+const PAR_MIN_LEN: usize = 4096;
 
 /// How a vertex moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +80,30 @@ impl VertexState {
             self.rebase(i, s);
             self.v[i] += dv;
         }
+    }
+
+    /// Kicks every free vertex at time `s` in parallel: vertex `i` with inverse mass `w` gains
+    /// velocity `dv(i, w)`, re-based first; vertices with zero inverse mass or a zero change are
+    /// not written.
+    pub fn kick_all(&mut self, s: f64, dv: impl Fn(usize, f64) -> DVec3 + Sync) {
+        let inv_mass = &self.inv_mass;
+        self.x
+            .par_iter_mut()
+            .zip(self.t.par_iter_mut())
+            .zip(self.v.par_iter_mut())
+            .enumerate()
+            .with_min_len(PAR_MIN_LEN)
+            .for_each(|(i, ((x, ti), v))| {
+                if inv_mass[i] == 0.0 {
+                    return;
+                }
+                let dv = dv(i, inv_mass[i]);
+                if dv != DVec3::ZERO {
+                    *x += (s - *ti) * *v;
+                    *ti = s;
+                    *v += dv;
+                }
+            });
     }
 
     /// Writes every vertex's position at time `s` into `out` (resized to fit).

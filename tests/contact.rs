@@ -192,41 +192,33 @@ fn sheet_on_sphere_stays_clean() {
     assert!(contact.deepest_layer >= 1, "the sheet touched the sphere");
 }
 
-#[test]
-fn converging_layer_schedule_is_rejected() {
+/// Runs `acm run profiles/particle_floor.toml` with `overrides`; returns exit code and stderr.
+fn particle_floor_with(overrides: &[&str]) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().unwrap();
     let profile = profiles_dir().join("particle_floor.toml");
-    let out = acm(
-        dir.path(),
-        &[
-            "run",
-            profile.to_str().unwrap(),
-            "--set",
-            "contact.eta_exponent=1.0",
-            "--set",
-            "contact.r_exponent=0.5",
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let mut args = vec!["run", profile.to_str().unwrap()];
+    for o in overrides {
+        args.extend(["--set", o]);
+    }
+    let out = acm(dir.path(), &args);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn converging_layer_schedule_is_rejected() {
+    let (code, stderr) =
+        particle_floor_with(&["contact.eta_exponent=1.0", "contact.r_exponent=0.5"]);
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("converges"), "{stderr}");
 }
 
 #[test]
 fn start_closer_than_eta1_is_rejected_naming_the_pair() {
-    let dir = tempfile::tempdir().unwrap();
-    let profile = profiles_dir().join("particle_floor.toml");
-    let out = acm(
-        dir.path(),
-        &[
-            "run",
-            profile.to_str().unwrap(),
-            "--set",
-            "object.particle.translate=[0.3, 0.05, 0.2]",
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let (code, stderr) = particle_floor_with(&["object.particle.translate=[0.3, 0.05, 0.2]"]);
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("closer than contact.eta1"), "{stderr}");
     assert!(stderr.contains("\"particle\""), "{stderr}");
 }

@@ -132,29 +132,13 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
             });
         let gather = &self.gather;
         let impulses = &self.impulses;
-        let inv_mass = &state.inv_mass;
-        state
-            .x
-            .par_iter_mut()
-            .zip(state.t.par_iter_mut())
-            .zip(state.v.par_iter_mut())
-            .enumerate()
-            .with_min_len(PAR_MIN_LEN)
-            .for_each(|(i, ((x, ti), v))| {
-                let slots = gather.row(i);
-                if slots.is_empty() || inv_mass[i] == 0.0 {
-                    return;
-                }
-                let sum = slots
-                    .iter()
-                    .fold(DVec3::ZERO, |acc, &s| acc + impulses[s as usize]);
-                let dv = inv_mass[i] * sum;
-                if dv != DVec3::ZERO {
-                    *x += (t - *ti) * *v;
-                    *ti = t;
-                    *v += dv;
-                }
-            });
+        state.kick_all(t, |i, inv_mass| {
+            let sum = gather
+                .row(i)
+                .iter()
+                .fold(DVec3::ZERO, |acc, &s| acc + impulses[s as usize]);
+            inv_mass * sum
+        });
     }
 
     /// Ticks the single element `e` at time `t` with clock `h` (one classic AVI event).

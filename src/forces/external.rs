@@ -5,35 +5,16 @@
 //! Prescribed motion sets the velocity of scripted (kinematic) vertices at key times.
 
 use glam::DVec3;
-use rayon::prelude::*;
 
 use crate::state::{VertexKind, VertexState};
-
-/// Vertices per rayon task for whole-mesh passes.
-const PAR_MIN_LEN: usize = 4096;
 
 /// One gravity tick at time `t` with clock `h`: every free vertex gains velocity `g * h`
 /// (the impulse `m g h` divided by its mass; the mass cancels exactly).
 pub fn gravity_tick(state: &mut VertexState, g: DVec3, t: f64, h: f64) {
     let dv = g * h;
-    if dv == DVec3::ZERO {
-        return;
+    if dv != DVec3::ZERO {
+        state.kick_all(t, |_, _| dv);
     }
-    let inv_mass = &state.inv_mass;
-    state
-        .x
-        .par_iter_mut()
-        .zip(state.t.par_iter_mut())
-        .zip(state.v.par_iter_mut())
-        .enumerate()
-        .with_min_len(PAR_MIN_LEN)
-        .for_each(|(i, ((x, ti), v))| {
-            if inv_mass[i] > 0.0 {
-                *x += (t - *ti) * *v;
-                *ti = t;
-                *v += dv;
-            }
-        });
 }
 
 /// A constant force applied to each vertex of a set during `[start, end)`.

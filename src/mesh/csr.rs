@@ -1,6 +1,6 @@
 //! Compressed sparse rows.
 
-/// Compressed sparse rows: row i is items[offsets[i]..offsets[i+1]].
+/// Compressed sparse rows: row `i` is `items[offsets[i]..offsets[i + 1]]`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Csr {
     /// Row start offsets into `items`; `rows() + 1` entries (empty for a default `Csr`).

@@ -6,13 +6,13 @@ use super::{Csr, MeshError, TriMesh};
 /// Marks the missing second triangle of a boundary edge in [`Topology::edge_triangles`].
 pub const NO_TRIANGLE: u32 = u32::MAX;
 
-/// A bending hinge: interior edge (v[0], v[1]) shared by triangles (v[0], v[1], v[2]) and
-/// (v[1], v[0], v[3]), i.e. v[2] and v[3] are the opposite ("wing") vertices.
+/// A bending hinge: interior edge `(v[0], v[1])` shared by triangles `(v[0], v[1], v[2])` and
+/// `(v[1], v[0], v[3])`, i.e. `v[2]` and `v[3]` are the opposite ("wing") vertices.
 ///
-/// Orientation: v[0] -> v[1] is the direction the edge has in the first (lower-index) triangle's
-/// counter-clockwise order, so for a consistently oriented flat sheet the dihedral angle is 0.
-/// If the two triangles are *not* consistently oriented, v[3] is still the second triangle's
-/// opposite vertex; rest angles measured from the rest shape remain meaningful.
+/// Orientation: `v[0] -> v[1]` is the direction the edge has in the first (lower-index)
+/// triangle's counter-clockwise order, so for a consistently oriented flat sheet the dihedral
+/// angle is 0. If the two triangles are *not* consistently oriented, `v[3]` is still the second
+/// triangle's opposite vertex; rest angles measured from the rest shape remain meaningful.
 pub type Hinge = [u32; 4];
 
 /// Derived connectivity, built once. Deterministic: same input -> same arrays.

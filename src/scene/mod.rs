@@ -33,6 +33,18 @@ pub struct Material {
     pub drag: f64,
 }
 
+impl Material {
+    /// The material of fixed obstacles and point particles: unit density, no elastic forces.
+    pub const INERT: Self = Self {
+        density: 1.0,
+        stretch: 0.0,
+        stretch_damping: 0.0,
+        bend: 0.0,
+        bend_damping: 0.0,
+        drag: 0.0,
+    };
+}
+
 impl Default for Material {
     fn default() -> Self {
         Self {
@@ -69,14 +81,7 @@ impl SceneObject {
         Self {
             name: name.into(),
             mesh: TriMesh::new(vec![position], Vec::new()),
-            material: Material {
-                density: 1.0,
-                stretch: 0.0,
-                stretch_damping: 0.0,
-                bend: 0.0,
-                bend_damping: 0.0,
-                drag: 0.0,
-            },
+            material: Material::INERT,
             fixed: false,
             velocity: DVec3::ZERO,
             particle_mass: Some(mass),

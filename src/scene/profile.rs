@@ -505,14 +505,7 @@ impl ObjectTable {
                 bend_damping: m.bend_damping,
                 drag: m.drag,
             },
-            None if self.fixed || particle_mass.is_some() => Material {
-                density: 1.0,
-                stretch: 0.0,
-                stretch_damping: 0.0,
-                bend: 0.0,
-                bend_damping: 0.0,
-                drag: 0.0,
-            },
+            None if self.fixed || particle_mass.is_some() => Material::INERT,
             None => {
                 return Err(SceneError::new(
                     path,
