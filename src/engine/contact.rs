@@ -20,7 +20,6 @@ use crate::events::{EventKind, EventQueue, EventTable};
 use crate::ids::EventId;
 use crate::kds::slab::{build_slab, failure_time, holds, Slab};
 use crate::kds::swept_boxes::{PairKey, SweptBoxes};
-use crate::mesh::Csr;
 use crate::state::VertexState;
 
 /// Layer activation threshold: a failing layer-`l` slab activates layer `l` when the pair is
@@ -89,8 +88,6 @@ pub(super) struct Contact {
     m_min: f64,
     window: f64,
     boxes: SweptBoxes,
-    vertex_edges: Csr,
-    vertex_triangles: Csr,
     pairs: Pairs,
     free_pairs: Vec<u32>,
     index: HashMap<PairKey, u32>,
@@ -136,20 +133,6 @@ impl Contact {
         queue: &mut EventQueue,
     ) -> Result<Self, TooClose> {
         let n = state.len();
-        let vertex_edges = Csr::from_pairs(
-            n,
-            edges
-                .iter()
-                .enumerate()
-                .flat_map(|(e, ab)| ab.map(|v| (v, e as u32))),
-        );
-        let vertex_triangles = Csr::from_pairs(
-            n,
-            triangles
-                .iter()
-                .enumerate()
-                .flat_map(|(t, abc)| abc.map(|v| (v, t as u32))),
-        );
         let m_min = (0..n)
             .filter(|&i| state.inv_mass[i] > 0.0)
             .map(|i| state.mass[i])
@@ -165,8 +148,6 @@ impl Contact {
             m_min,
             window: setup.window,
             boxes,
-            vertex_edges,
-            vertex_triangles,
             pairs: Pairs::default(),
             free_pairs: Vec::new(),
             index: HashMap::new(),
@@ -354,18 +335,8 @@ impl Contact {
     ) {
         let mut found = std::mem::take(&mut self.found);
         found.clear();
-        let mut prims = Vec::new();
-        for &v in vertices {
-            let i = v as usize;
-            self.boxes.prims_of(
-                v,
-                self.vertex_edges.row(i),
-                self.vertex_triangles.row(i),
-                &mut prims,
-            );
-        }
         self.boxes
-            .update(state, t, vertices, &prims, &mut |k| found.push(k));
+            .update(state, t, vertices, &mut |k| found.push(k));
         found.sort_unstable();
         found.dedup();
         for &key in &found {

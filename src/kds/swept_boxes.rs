@@ -11,7 +11,12 @@
 use glam::DVec3;
 use hashbrown::HashMap;
 
+use crate::mesh::Csr;
 use crate::state::VertexState;
+
+/// Slack around each vertex sweep, as a fraction of `eta1`: a kick that keeps the sweep inside
+/// it costs no broad-phase work; larger slack means more candidate pairs.
+const SLACK: f64 = 0.25;
 
 /// A candidate primitive pair, in global indices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -33,6 +38,10 @@ enum Prim {
 /// Swept boxes of every vertex and a hash grid of primitive boxes (see the module docs).
 #[derive(Debug)]
 pub struct SweptBoxes {
+    vertex_edges: Csr,
+    vertex_triangles: Csr,
+    /// Slack added around each vertex sweep, so that small velocity changes need no update.
+    pad: f64,
     edges: Vec<[u32; 2]>,
     triangles: Vec<[u32; 3]>,
     lo: Vec<DVec3>,
@@ -98,7 +107,24 @@ impl SweptBoxes {
         eta1: f64,
     ) -> Self {
         let prims = vertex_count + edges.len() + triangles.len();
+        let vertex_edges = Csr::from_pairs(
+            vertex_count,
+            edges
+                .iter()
+                .enumerate()
+                .flat_map(|(e, ab)| ab.map(|v| (v, e as u32))),
+        );
+        let vertex_triangles = Csr::from_pairs(
+            vertex_count,
+            triangles
+                .iter()
+                .enumerate()
+                .flat_map(|(t, abc)| abc.map(|v| (v, t as u32))),
+        );
         Self {
+            vertex_edges,
+            vertex_triangles,
+            pad: SLACK * eta1,
             edges,
             triangles,
             lo: vec![DVec3::ZERO; vertex_count],
@@ -175,11 +201,19 @@ impl SweptBoxes {
         (lo - self.margin, hi + self.margin)
     }
 
-    fn sweep_vertex(&mut self, state: &VertexState, i: usize, t: f64) {
+    /// Sweeps vertex `i` from `t` to the window's end. Unless `reset`, a sweep that still fits
+    /// in the vertex's current box changes nothing (returns false); otherwise the box becomes
+    /// the sweep grown by the slack `pad` (returns true).
+    fn sweep_vertex(&mut self, state: &VertexState, i: usize, t: f64, reset: bool) -> bool {
         let a = state.position_at(i, t);
         let b = state.position_at(i, self.window_end.max(t));
-        self.lo[i] = a.min(b);
-        self.hi[i] = a.max(b);
+        let (lo, hi) = (a.min(b), a.max(b));
+        if !reset && lo.cmpge(self.lo[i]).all() && hi.cmple(self.hi[i]).all() {
+            return false;
+        }
+        self.lo[i] = lo - self.pad;
+        self.hi[i] = hi + self.pad;
+        true
     }
 
     /// The range of grid cells a box covers (inclusive).
@@ -220,7 +254,7 @@ impl SweptBoxes {
     ) {
         self.window_end = window_end;
         for i in 0..state.len() {
-            self.sweep_vertex(state, i, t);
+            self.sweep_vertex(state, i, t, true);
         }
         for id in 0..self.prim_count() {
             self.refresh_prim(id);
@@ -265,24 +299,29 @@ impl SweptBoxes {
         }
     }
 
-    /// Re-sweeps `vertices` after their velocities changed at time `t`, and calls `found` for
-    /// every candidate pair involving one of `prims`, the primitives touching them (see
-    /// [`Self::prims_of`]).
+    /// Re-sweeps `vertices` after their velocities changed at time `t`. A vertex whose new
+    /// sweep still fits in its box changes nothing: every pair its primitives can overlap is
+    /// already a candidate. For the others, calls `found` for every candidate pair involving a
+    /// primitive that touches them.
     pub fn update(
         &mut self,
         state: &VertexState,
         t: f64,
         vertices: &[u32],
-        prims: &[u32],
         found: &mut impl FnMut(PairKey),
     ) {
+        let mut prims = std::mem::take(&mut self.scratch);
+        prims.clear();
+        let nv = self.lo.len() as u32;
+        let ne = self.edges.len() as u32;
         for &v in vertices {
-            self.sweep_vertex(state, v as usize, t);
+            if self.sweep_vertex(state, v as usize, t, false) {
+                prims.push(v);
+                let i = v as usize;
+                prims.extend(self.vertex_edges.row(i).iter().map(|&e| nv + e));
+                prims.extend(self.vertex_triangles.row(i).iter().map(|&t| nv + ne + t));
+            }
         }
-        let mut prims_sorted = std::mem::take(&mut self.scratch);
-        prims_sorted.clear();
-        prims_sorted.extend_from_slice(prims);
-        let mut prims = prims_sorted;
         prims.sort_unstable();
         prims.dedup();
         for &id in &prims {
@@ -309,16 +348,6 @@ impl SweptBoxes {
             }
         }
         self.scratch = prims;
-    }
-
-    /// Primitive ids touching vertex `v` (the vertex itself, its edges and triangles), given the
-    /// vertex's incident edges and triangles.
-    pub fn prims_of(&self, v: u32, edges: &[u32], triangles: &[u32], out: &mut Vec<u32>) {
-        let nv = self.lo.len() as u32;
-        let ne = self.edges.len() as u32;
-        out.push(v);
-        out.extend(edges.iter().map(|&e| nv + e));
-        out.extend(triangles.iter().map(|&t| nv + ne + t));
     }
 
     /// Checks that every vertex is inside its swept box at time `t` (for `--audit`).
