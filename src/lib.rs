@@ -34,6 +34,6 @@ pub mod state;
 pub use engine::{Frame, FrameSink, NoFrames, RunError, Simulation, Stats};
 pub use scene::Scene;
 
-/// The built-in default scene: the profile `profiles/pinned_sheet.toml`, compiled in so that
-/// `acm run` works from any directory.
-pub const DEFAULT_PROFILE: &str = include_str!("../profiles/pinned_sheet.toml");
+/// The built-in default scene: the profile `profiles/sheet_on_sphere.toml` (a sheet draping
+/// over a sphere, with contact), compiled in so that `acm run` works from any directory.
+pub const DEFAULT_PROFILE: &str = include_str!("../profiles/sheet_on_sphere.toml");

@@ -184,8 +184,8 @@ fn asynchronous_run_energy_has_no_drift() {
 
 #[test]
 fn damped_pinned_sheet_settles() {
-    let mut scene: Scene =
-        acm::scene::profile::parse(acm::DEFAULT_PROFILE, "<built-in>", ".".as_ref(), &[]).unwrap();
+    let profile = common::profiles_dir().join("pinned_sheet.toml");
+    let mut scene: Scene = acm::scene::profile::load(&profile, &[]).unwrap();
     scene.objects[0].material.drag = 2.0;
     scene.objects[0].material.bend_damping = 0.01;
     let mut sim = Simulation::new(&scene).unwrap();

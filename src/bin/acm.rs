@@ -132,7 +132,7 @@ fn load(profile: Option<&Path>, overrides: &[String]) -> Result<Scene, Failure> 
         Some(path) => profile::load(path, overrides)?,
         None => profile::parse(
             acm::DEFAULT_PROFILE,
-            "<built-in pinned_sheet>",
+            "<built-in sheet_on_sphere>",
             Path::new("."),
             overrides,
         )?,

@@ -99,6 +99,8 @@ pub(super) struct Contact {
     epoch: u32,
     broad_event: EventId,
     found: Vec<PairKey>,
+    /// `0..n`, the stencil of whole-mesh events.
+    all_vertices: Vec<u32>,
     pub(super) stats: ContactStats,
 }
 
@@ -159,6 +161,7 @@ impl Contact {
             epoch: 0,
             broad_event,
             found: Vec::new(),
+            all_vertices: (0..n as u32).collect(),
             stats: ContactStats {
                 min_distance: f64::INFINITY,
                 ..ContactStats::default()
@@ -185,9 +188,7 @@ impl Contact {
         if let Some(w) = worst {
             return Err(w);
         }
-        for key in found {
-            contact.add_pair(key, state, 0.0, events, queue);
-        }
+        contact.adopt(found, state, 0.0, events, queue);
         queue.push(broad_event, setup.window);
         Ok(contact)
     }
@@ -204,6 +205,24 @@ impl Contact {
                 [a, b, c, d]
             }
         }
+    }
+
+    /// Adds the newly found candidate pairs (in a canonical order, so pair ids do not depend on
+    /// how they were found) and keeps the buffer for reuse.
+    fn adopt(
+        &mut self,
+        mut found: Vec<PairKey>,
+        state: &VertexState,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) {
+        found.sort_unstable();
+        found.dedup();
+        for &key in &found {
+            self.add_pair(key, state, t, events, queue);
+        }
+        self.found = found;
     }
 
     fn add_pair(
@@ -337,12 +356,7 @@ impl Contact {
         found.clear();
         self.boxes
             .update(state, t, vertices, &mut |k| found.push(k));
-        found.sort_unstable();
-        found.dedup();
-        for &key in &found {
-            self.add_pair(key, state, t, events, queue);
-        }
-        self.found = found;
+        self.adopt(found, state, t, events, queue);
         self.epoch = self.epoch.wrapping_add(1);
         for &v in vertices {
             for k in 0..self.supports[v as usize].len() {
@@ -356,7 +370,8 @@ impl Contact {
     }
 
     /// After every vertex's velocity may have changed at `t` (a super-element or gravity tick):
-    /// re-sweep all boxes and re-time every slab.
+    /// re-sweep every box (only the vertices that leave theirs cost broad-phase work) and re-time
+    /// every slab (the event-event edge of a whole-mesh event: all certificates are contingent).
     pub(super) fn after_global_kick(
         &mut self,
         state: &VertexState,
@@ -364,8 +379,11 @@ impl Contact {
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) {
-        let end = self.boxes.window_end();
-        self.rebuild(state, t, end, events, queue);
+        let mut found = std::mem::take(&mut self.found);
+        found.clear();
+        self.boxes
+            .update(state, t, &self.all_vertices, &mut |k| found.push(k));
+        self.adopt(found, state, t, events, queue);
         for id in 0..self.pairs.key.len() as u32 {
             if self.pairs.live[id as usize] {
                 self.reschedule(id, state, t, queue);
@@ -384,12 +402,7 @@ impl Contact {
         let mut found = std::mem::take(&mut self.found);
         found.clear();
         self.boxes.rebuild(state, t, end, &mut |k| found.push(k));
-        found.sort_unstable();
-        found.dedup();
-        for &key in &found {
-            self.add_pair(key, state, t, events, queue);
-        }
-        self.found = found;
+        self.adopt(found, state, t, events, queue);
     }
 
     /// The end of a broad-phase window: sweep every box over the next window, drop pairs whose
