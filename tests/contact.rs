@@ -291,3 +291,43 @@ fn contact_runs_are_bit_identical_on_any_number_of_threads() {
         assert!(one == many, "{threads} threads changed the positions");
     }
 }
+
+#[test]
+fn a_layer_too_stiff_to_advance_time_stops_the_run_cleanly() {
+    // r1 = 1e35 gives layer 1 a clock near 1e-19 s: below what f64 can add to t ~ 0.04 s.
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("particle_floor.toml");
+    let out = acm(
+        dir.path(),
+        &[
+            "run",
+            profile.to_str().unwrap(),
+            "--set",
+            "contact.r1=1e35",
+            "--out",
+            "f",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no progress") && stderr.contains("layer 1"),
+        "{stderr}"
+    );
+    // Frames stop at the failure: the particle enters layer 1 after 0.043 s, so only the frames
+    // at 0, 0.02 and 0.04 s of the 101 exist.
+    let written = std::fs::read_dir(dir.path().join("f"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("frame_")
+        })
+        .count();
+    assert_eq!(written, 3, "{written} frames written");
+    // What was written is clean.
+    let out = acm(dir.path(), &["check", "f"]);
+    assert_eq!(out.status.code(), Some(0));
+}
