@@ -236,7 +236,7 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             cor: scene.contact.cor,
             mu: scene.contact.friction,
             friction_cap: scene.contact.friction_cap,
-            safety: integ.safety,
+            safety: scene.contact.safety,
             window: (BROAD_PHASE_WINDOW_TICKS * external_clock).min(scene.frame_interval),
         };
         let contact = Contact::new(

@@ -401,6 +401,7 @@ struct ContactTable {
     friction_cap: Option<bool>,
     eta_exponent: Option<f64>,
     r_exponent: Option<f64>,
+    safety: Option<f64>,
 }
 
 fn yes() -> bool {
@@ -428,6 +429,7 @@ impl ProfileFile {
             friction_cap: self.contact.friction_cap.unwrap_or(c.friction_cap),
             eta_exponent: self.contact.eta_exponent.unwrap_or(c.eta_exponent),
             r_exponent: self.contact.r_exponent.unwrap_or(c.r_exponent),
+            safety: self.contact.safety.unwrap_or(c.safety),
         };
         let objects = self
             .objects

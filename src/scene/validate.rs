@@ -71,6 +71,13 @@ pub(super) fn scene(s: &Scene) -> Result {
     if c.enabled {
         c.schedule()?;
     }
+    positive(&c.safety, "contact.safety")?;
+    if c.safety > 1.0 {
+        return Err(SceneError::new(
+            "contact.safety",
+            format!("must be in (0, 1], got {}", c.safety),
+        ));
+    }
     Ok(())
 }
 
