@@ -101,6 +101,7 @@ fn equal_clocks_reproduce_symplectic_euler() {
         .map(|(a, b)| a.distance(*b))
         .fold(0.0, f64::max);
     // The two differ only in the order of floating-point additions.
+    eprintln!("AVI vs symplectic Euler after {steps} steps: {worst:e} cm");
     assert!(
         worst < 1e-10,
         "AVI and symplectic Euler differ by {worst} cm"
@@ -142,6 +143,10 @@ fn asynchronous_run_conserves_linear_and_angular_momentum() {
     let end = conservation_now(&sim);
     let dp = (end.momentum - start.momentum).length() / p_scale;
     let dl = (end.angular_momentum - start.angular_momentum).length() / l_scale;
+    eprintln!(
+        "{} events: momentum drift {dp:e}, angular momentum drift {dl:e} (relative)",
+        sim.stats().events.total()
+    );
     assert!(dp < 1e-12, "linear momentum drifted by {dp:e} (relative)");
     assert!(dl < 1e-12, "angular momentum drifted by {dl:e} (relative)");
     // Elements really ran asynchronously: several distinct clocks.
@@ -168,6 +173,7 @@ fn asynchronous_run_energy_has_no_drift() {
     let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
     let first = mean(&totals[..tenth]);
     let last = mean(&totals[frames - tenth..]);
+    eprintln!("energy: first 10% mean {first}, last 10% mean {last}");
     assert!(
         (last - first).abs() < 0.01 * first.abs(),
         "energy drifted: first 10% mean {first}, last 10% mean {last}"
@@ -196,6 +202,7 @@ fn damped_pinned_sheet_settles() {
         last = conservation_now(&sim).kinetic;
         peak = peak.max(last);
     }
+    eprintln!("kinetic energy: peak {peak}, end {last}");
     assert!(peak > 0.0);
     assert!(
         last < 0.01 * peak,

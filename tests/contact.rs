@@ -77,6 +77,7 @@ fn walkthrough_particle_rests_where_layer_one_balances_gravity() {
         n += 1;
     }
     let rest = sum / n as f64;
+    eprintln!("walkthrough: rest height {rest}");
     let expected = scene.contact.eta1 - 0.01 * 981.0 / scene.contact.r1;
     assert!(
         (rest - expected).abs() < 0.01 * expected,
@@ -117,6 +118,7 @@ fn thrown_particle_never_penetrates_and_goes_deeper_when_faster() {
         );
         deepest.push(contact.deepest_layer);
     }
+    eprintln!("deepest layers at 10, 1e3, 1e5 cm/s: {deepest:?}");
     assert!(
         deepest[0] < deepest[1] && deepest[1] < deepest[2],
         "deepest layers {deepest:?} should grow with speed"
@@ -167,6 +169,10 @@ fn sheets_colliding_head_on_conserve_momentum() {
     let contact = sim.stats().contact.clone().unwrap();
     assert!(contact.deepest_layer >= 1, "the sheets met");
     let drift = (after - before).length() / scale;
+    eprintln!(
+        "head-on sheets: momentum drift {drift:e}, deepest layer {}",
+        contact.deepest_layer
+    );
     assert!(drift < 1e-10, "momentum drifted by {drift:e} (relative)");
     // They collided (COR 0): the layers took out at least 90% of the 1100 cm/s approach.
     let mean_vy = |o: usize| {
