@@ -30,6 +30,8 @@ pub mod output;
 pub mod profile;
 pub mod scene;
 pub mod state;
+#[cfg(test)]
+mod test_rng;
 
 pub use engine::{Frame, FrameSink, NoFrames, RunError, Simulation, Stats};
 pub use scene::Scene;

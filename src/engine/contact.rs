@@ -352,11 +352,7 @@ impl Contact {
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) {
-        let mut found = std::mem::take(&mut self.found);
-        found.clear();
-        self.boxes
-            .update(state, t, vertices, &mut |k| found.push(k));
-        self.adopt(found, state, t, events, queue);
+        self.sweep(vertices, state, t, events, queue);
         self.epoch = self.epoch.wrapping_add(1);
         for &v in vertices {
             for k in 0..self.supports[v as usize].len() {
@@ -369,6 +365,22 @@ impl Contact {
         }
     }
 
+    /// Re-sweeps the boxes of `vertices` and adopts the candidate pairs that appear.
+    fn sweep(
+        &mut self,
+        vertices: &[u32],
+        state: &VertexState,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) {
+        let mut found = std::mem::take(&mut self.found);
+        found.clear();
+        self.boxes
+            .update(state, t, vertices, &mut |k| found.push(k));
+        self.adopt(found, state, t, events, queue);
+    }
+
     /// After every vertex's velocity may have changed at `t` (a super-element or gravity tick):
     /// re-sweep every box (only the vertices that leave theirs cost broad-phase work) and re-time
     /// every slab (the event-event edge of a whole-mesh event: all certificates are contingent).
@@ -379,11 +391,9 @@ impl Contact {
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) {
-        let mut found = std::mem::take(&mut self.found);
-        found.clear();
-        self.boxes
-            .update(state, t, &self.all_vertices, &mut |k| found.push(k));
-        self.adopt(found, state, t, events, queue);
+        let all = std::mem::take(&mut self.all_vertices);
+        self.sweep(&all, state, t, events, queue);
+        self.all_vertices = all;
         for id in 0..self.pairs.key.len() as u32 {
             if self.pairs.live[id as usize] {
                 self.reschedule(id, state, t, queue);

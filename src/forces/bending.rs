@@ -226,9 +226,7 @@ pub fn stable_step(
 ) -> f64 {
     let g = angle_and_gradient(x).1;
     let big_g: f64 = (0..4).map(|i| g[i].length_squared() * inv_masses[i]).sum();
-    let w2 = 2.0 * kb * weight * big_g;
-    let half_d = 0.5 * c * weight * big_g;
-    safety * 2.0 / ((w2 + half_d * half_d).sqrt() + half_d)
+    super::spring::damped_stable_step(2.0 * kb * weight * big_g, 0.5 * c * weight * big_g, safety)
 }
 
 #[cfg(test)]
@@ -236,43 +234,7 @@ mod tests {
     use super::*;
     use glam::DQuat;
 
-    /// splitmix64: a tiny seeded generator for reproducible random configurations.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next_u64(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-        /// Uniform in [lo, hi).
-        fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-            let u = (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
-            lo + (hi - lo) * u
-        }
-        fn vec(&mut self, scale: f64) -> DVec3 {
-            DVec3::new(
-                self.uniform(-scale, scale),
-                self.uniform(-scale, scale),
-                self.uniform(-scale, scale),
-            )
-        }
-        fn rotation(&mut self) -> DQuat {
-            loop {
-                let q = DQuat::from_xyzw(
-                    self.uniform(-1.0, 1.0),
-                    self.uniform(-1.0, 1.0),
-                    self.uniform(-1.0, 1.0),
-                    self.uniform(-1.0, 1.0),
-                );
-                if q.length() > 0.1 {
-                    return q.normalize();
-                }
-            }
-        }
-    }
+    use crate::test_rng::Rng;
 
     /// A hinge built in a local frame with known signed angle `psi`, then rigidly rotated by `q`
     /// and translated by `t`: edge along +x of length `len`; wing A in the xy plane at +y (normal +z);

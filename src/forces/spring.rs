@@ -104,8 +104,14 @@ pub fn tick_impulse(
 #[inline]
 pub fn stable_step(m0: f64, m1: f64, rest: f64, k: f64, c: f64, safety: f64) -> f64 {
     let inv_m = m0.recip() + m1.recip();
-    let w2 = k / rest * inv_m;
-    let g = 0.5 * c / rest * inv_m;
+    damped_stable_step(k / rest * inv_m, 0.5 * c / rest * inv_m, safety)
+}
+
+/// The stability bound shared by every position-damped oscillator: for a mode with `w2 = w^2`
+/// and damping `g = zeta * w`, `h = safety * 2 / (sqrt(w^2 + g^2) + g)`
+/// (`= safety * 2/w * (sqrt(zeta^2 + 1) - zeta)`, written without cancellation).
+#[inline]
+pub(crate) fn damped_stable_step(w2: f64, g: f64, safety: f64) -> f64 {
     safety * 2.0 / ((w2 + g * g).sqrt() + g)
 }
 
@@ -113,30 +119,7 @@ pub fn stable_step(m0: f64, m1: f64, rest: f64, k: f64, c: f64, safety: f64) -> 
 mod tests {
     use super::*;
 
-    /// splitmix64: a tiny seeded generator for reproducible random configurations.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next_u64(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-        /// Uniform in [lo, hi).
-        fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-            let u = (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
-            lo + (hi - lo) * u
-        }
-        fn vec(&mut self, scale: f64) -> DVec3 {
-            DVec3::new(
-                self.uniform(-scale, scale),
-                self.uniform(-scale, scale),
-                self.uniform(-scale, scale),
-            )
-        }
-    }
+    use crate::test_rng::Rng;
 
     /// Central finite-difference gradient of `f` over the 6 coordinates of `[x0, x1]`.
     fn fd_gradient(x: [DVec3; 2], step: f64, f: impl Fn([DVec3; 2]) -> f64) -> [DVec3; 2] {
