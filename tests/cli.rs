@@ -141,4 +141,10 @@ fn info_summarises_a_profile() {
     assert!(stdout.contains("1024 vertices"), "{stdout}");
     assert!(stdout.contains("springs"), "{stdout}");
     assert!(stdout.contains("clock"), "{stdout}");
+    assert!(stdout.contains("contact: off"), "{stdout}");
+    let profile = profiles_dir().join("sheet_on_sphere.toml");
+    let out = acm(dir.path(), &["info", profile.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(stdout.contains("layer 1 clock"), "{stdout}");
 }

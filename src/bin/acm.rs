@@ -294,6 +294,22 @@ fn info(args: InfoArgs) -> Result<(), Failure> {
         s.clocks.external
     );
     println!("  force events on the queue: {}", s.model.force_events);
+    let c = &scene.contact;
+    if c.enabled {
+        let schedule = c.schedule().map_err(|e| Failure::BadInput(e.to_string()))?;
+        let h1 = schedule.clock(1, lo, c.safety);
+        println!(
+            "  contact: eta1 {} cm, r1 {}, cor {}, friction {}; layer 1 clock {h1:.3e} s, \
+             layer 10 clock {:.3e} s",
+            c.eta1,
+            c.r1,
+            c.cor,
+            c.friction,
+            schedule.clock(10, lo, c.safety)
+        );
+    } else {
+        println!("  contact: off");
+    }
     Ok(())
 }
 
