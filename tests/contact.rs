@@ -337,3 +337,26 @@ fn a_layer_too_stiff_to_advance_time_stops_the_run_cleanly() {
     let out = acm(dir.path(), &["check", "f"]);
     assert_eq!(out.status.code(), Some(0));
 }
+
+#[test]
+fn scripted_object_driven_into_a_fixed_one_stops_before_intersecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("sheet_on_sphere.toml");
+    // The sheet becomes a scripted plate pushed down through the sphere at 100 cm/s.
+    let out = acm(
+        dir.path(),
+        &[
+            "run",
+            profile.to_str().unwrap(),
+            "--set",
+            "script=[{ object = \"sheet\", select = { all = true }, keys = [{ time = 0.0, velocity = [0, -100, 0] }] }]",
+            "--out",
+            "f",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("fixed or scripted primitives are about to touch"), "{stderr}");
+    let out = acm(dir.path(), &["check", "f"]);
+    assert_eq!(out.status.code(), Some(0), "the frames written are clean");
+}

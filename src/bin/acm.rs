@@ -188,9 +188,11 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             Ok(())
         }
         Err(RunError::Output(e)) => Err(Failure::BadInput(format!("{}: {e}", args.out.display()))),
-        Err(e @ (RunError::Diverged { .. } | RunError::NoProgress { .. })) => {
-            Err(Failure::BadInput(format!("{}: {e}", scene.name)))
-        }
+        Err(
+            e @ (RunError::Diverged { .. }
+            | RunError::NoProgress { .. }
+            | RunError::KinematicContact { .. }),
+        ) => Err(Failure::BadInput(format!("{}: {e}", scene.name))),
         Err(e @ (RunError::Internal { .. } | RunError::Audit { .. })) => {
             Err(Failure::Internal(e.to_string()))
         }

@@ -458,6 +458,14 @@ impl Contact {
             if d < self.schedule.eta(layer) {
                 return Err(self.breach(id, layer, d, t));
             }
+            let verts = self.pairs.verts[i];
+            if verts.iter().all(|&v| state.inv_mass[v as usize] == 0.0) {
+                return Err(RunError::KinematicContact {
+                    time: t,
+                    pair: format!("{:?}", self.pairs.key[i]),
+                    vertices: verts,
+                });
+            }
             self.activate(id, layer, t, events, queue)?;
             self.pairs.certified[i] = layer + 1;
         }

@@ -132,6 +132,21 @@ pub enum RunError {
         /// Its clock.
         clock: f64,
     },
+    /// Two fixed or scripted primitives are about to touch: no force can stop prescribed
+    /// motion, so the run stops before they intersect.
+    #[error(
+        "at t = {time} s two fixed or scripted primitives are about to touch ({pair}, global \
+         vertices {vertices:?}); no contact force can change prescribed motion, so they would \
+         intersect. Change the scripts (or make one object free) so that they do not meet"
+    )]
+    KinematicContact {
+        /// Simulated time.
+        time: f64,
+        /// The pair, described.
+        pair: String,
+        /// Its four vertices (global indices).
+        vertices: [u32; 4],
+    },
     /// The audit found a broken invariant (`--audit`).
     #[error("audit failed at t = {time} s after event {event} ({kind}): {message}")]
     Audit {
