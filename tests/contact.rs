@@ -356,7 +356,10 @@ fn scripted_object_driven_into_a_fixed_one_stops_before_intersecting() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("fixed or scripted primitives are about to touch"), "{stderr}");
+    assert!(
+        stderr.contains("fixed or scripted primitives are about to touch"),
+        "{stderr}"
+    );
     let out = acm(dir.path(), &["check", "f"]);
     assert_eq!(out.status.code(), Some(0), "the frames written are clean");
 }
