@@ -218,6 +218,20 @@ pub enum MeshError {
     },
 }
 
+/// A unit square in the XY plane split into two triangles (a fixture for the unit tests).
+#[cfg(test)]
+pub(crate) fn test_square() -> TriMesh {
+    TriMesh::new(
+        vec![
+            DVec3::new(0.0, 0.0, 0.0),
+            DVec3::new(1.0, 0.0, 0.0),
+            DVec3::new(1.0, 1.0, 0.0),
+            DVec3::new(0.0, 1.0, 0.0),
+        ],
+        vec![[0, 1, 2], [0, 2, 3]],
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

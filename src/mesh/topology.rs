@@ -134,17 +134,7 @@ mod tests {
     use crate::mesh::{icosphere, sheet};
     use glam::DVec3;
 
-    fn square() -> TriMesh {
-        TriMesh::new(
-            vec![
-                DVec3::new(0.0, 0.0, 0.0),
-                DVec3::new(1.0, 0.0, 0.0),
-                DVec3::new(1.0, 1.0, 0.0),
-                DVec3::new(0.0, 1.0, 0.0),
-            ],
-            vec![[0, 1, 2], [0, 2, 3]],
-        )
-    }
+    use crate::mesh::test_square as square;
 
     #[test]
     fn square_has_five_edges_and_one_oriented_hinge() {

@@ -86,17 +86,7 @@ mod tests {
     use super::*;
     use glam::DVec3;
 
-    fn square() -> TriMesh {
-        TriMesh::new(
-            vec![
-                DVec3::new(0.0, 0.0, 0.0),
-                DVec3::new(1.0, 0.0, 0.0),
-                DVec3::new(1.0, 1.0, 0.0),
-                DVec3::new(0.0, 1.0, 0.0),
-            ],
-            vec![[0, 1, 2], [0, 2, 3]],
-        )
-    }
+    use crate::mesh::test_square as square;
 
     #[test]
     fn valid_square_passes_and_unused_vertex_is_allowed() {
