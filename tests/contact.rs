@@ -196,6 +196,8 @@ fn sheet_on_sphere_stays_clean() {
     assert!(report.min_distance > 0.0);
     let contact = sim.stats().contact.clone().unwrap();
     assert!(contact.deepest_layer >= 1, "the sheet touched the sphere");
+    // The live counter behind the progress bar agrees with the per-kind counts.
+    assert_eq!(sim.events_processed(), sim.stats().events_total);
 }
 
 /// Runs `acm run profiles/particle_floor.toml` with `overrides`; returns exit code and stderr.

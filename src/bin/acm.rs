@@ -234,7 +234,7 @@ impl FrameSink for RunSink {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
         self.frames.frame(frame)?;
         self.energy.frame(frame)?;
-        let events = frame.simulation.stats().events.total();
+        let events = frame.simulation.events_processed();
         let rate = events as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
         self.progress.set_position(frame.index + 1);
         self.progress

@@ -292,6 +292,7 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
         contact,
         pending_global_kick: false,
         audit: false,
+        processed: 0,
         stats,
     })
 }

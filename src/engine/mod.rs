@@ -200,6 +200,8 @@ pub struct Simulation {
     /// yet: done once after the last of the simultaneous whole-mesh force ticks.
     pending_global_kick: bool,
     audit: bool,
+    /// Events popped so far (all kinds), for live progress reports.
+    processed: u64,
     stats: Stats,
 }
 
@@ -252,6 +254,12 @@ impl Simulation {
     /// Time between frames.
     pub fn frame_interval(&self) -> f64 {
         self.frame_interval
+    }
+
+    /// Events processed so far, of every kind (live; `stats()` is complete after each
+    /// `run_until`).
+    pub fn events_processed(&self) -> u64 {
+        self.processed
     }
 
     /// Statistics so far.
@@ -331,6 +339,7 @@ impl Simulation {
             }
             let _pop = zone!("pop");
             self.queue.pop();
+            self.processed += 1;
             self.time = t;
             self.stats.simulated_seconds = t;
             let kind = self.events.kind(id);
