@@ -6,6 +6,7 @@
 
 mod build;
 mod contact;
+mod layer_events;
 mod stats;
 
 use std::time::Instant;
@@ -465,7 +466,7 @@ impl Simulation {
                 contact.fire_broad_phase(&self.state, t, events, queue);
                 Ok(())
             }
-            _ => contact.fire_penalty(id, &mut self.state, t, events, queue),
+            _ => contact.fire_layer(payload, &mut self.state, t, events, queue),
         }
     }
 
