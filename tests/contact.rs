@@ -225,7 +225,11 @@ fn spring_wall_energy_oscillates_about_its_initial_value() {
     };
     sim.run_until(scene.duration, &mut sink)
         .expect("the run passes the audit");
-    assert_eq!(sink.audit.0.intersecting_pairs, 0, "{:?}", sink.audit.0.first_bad);
+    assert_eq!(
+        sink.audit.0.intersecting_pairs, 0,
+        "{:?}",
+        sink.audit.0.first_bad
+    );
     let contact = sim.stats().contact.clone().unwrap();
     let impacts = contact.activations_per_layer[0];
     assert!(impacts >= 1000, "{impacts} impacts");

@@ -9,10 +9,13 @@ use std::time::Instant;
 
 use acm::engine::{Frame, FrameSink, RunError};
 use acm::output::{write_stats, EnergyCsv, ObjFrames};
+use acm::profile::ZoneTotal;
 use acm::scene::profile::{self, ProfileError};
 use acm::{Scene, Simulation};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::collections::BTreeMap;
+use std::io::Write as _;
 
 #[derive(Parser)]
 #[command(
@@ -72,6 +75,10 @@ struct RunArgs {
     /// stops the run.
     #[arg(long)]
     audit: bool,
+    /// Write a Chrome/Perfetto JSON trace of the loop's phases to this file (open it in
+    /// ui.perfetto.dev) and print the time per phase.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -166,8 +173,23 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         progress: progress_bar(until, scene.frame_interval),
         started: Instant::now(),
     };
+    let trace = match &args.trace {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .map_err(|e| Failure::BadInput(format!("{}: {e}", path.display())))?;
+            acm::profile::start_trace();
+            Some((path, std::io::BufWriter::new(file)))
+        }
+        None => None,
+    };
     let result = pool.install(|| sim.run_until(until, &mut sink));
     sink.progress.finish_and_clear();
+    if let Some((path, mut file)) = trace {
+        let totals = acm::profile::finish_trace(&mut file)
+            .and_then(|totals| file.flush().map(|()| totals))
+            .map_err(|e| Failure::Internal(format!("{}: {e}", path.display())))?;
+        print_zone_totals(&totals, sim.stats().wall_seconds);
+    }
     let stats_path = args.stats.unwrap_or_else(|| args.out.join("stats.json"));
     write_stats(&stats_path, sim.stats())
         .map_err(|e| Failure::Internal(format!("{}: {e}", stats_path.display())))?;
@@ -196,6 +218,27 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         Err(e @ (RunError::Internal { .. } | RunError::Audit { .. })) => {
             Err(Failure::Internal(e.to_string()))
         }
+    }
+}
+
+/// Prints the time per traced phase, largest first, as shares of the run's wall time.
+fn print_zone_totals(totals: &BTreeMap<&'static str, ZoneTotal>, wall: f64) {
+    let mut rows: Vec<_> = totals.iter().collect();
+    rows.sort_by(|a, b| b.1.seconds.total_cmp(&a.1.seconds));
+    eprintln!(
+        "{:<16} {:>12} {:>10} {:>7}",
+        "phase", "count", "seconds", "share"
+    );
+    for (name, t) in rows {
+        let share = if wall > 0.0 {
+            100.0 * t.seconds / wall
+        } else {
+            0.0
+        };
+        eprintln!(
+            "{name:<16} {:>12} {:>10.3} {share:>6.1}%",
+            t.count, t.seconds
+        );
     }
 }
 

@@ -25,6 +25,7 @@ use crate::events::{EventKind, EventQueue, EventTable};
 use crate::ids::EventId;
 use crate::kds::slab::{build_slab, failure_time, holds, Slab};
 use crate::kds::swept_boxes::{PairKey, SweptBoxes};
+use crate::profile::zone;
 use crate::state::VertexState;
 
 /// Layer activation threshold: a failing layer-`l` slab activates layer `l` when the pair is
@@ -363,6 +364,7 @@ impl Contact {
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) {
+        let _zone = zone!("reschedule");
         self.sweep(vertices, state, t, events, queue);
         self.epoch = self.epoch.wrapping_add(1);
         for &v in vertices {
@@ -402,6 +404,7 @@ impl Contact {
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) {
+        let _zone = zone!("reschedule_all");
         let all = std::mem::take(&mut self.all_vertices);
         self.sweep(&all, state, t, events, queue);
         self.all_vertices = all;
@@ -435,6 +438,7 @@ impl Contact {
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) {
+        let _zone = zone!("broad_phase");
         self.stats.broad_phase_events += 1;
         let end = t + self.window;
         self.rebuild(state, t, end, events, queue);
@@ -459,6 +463,7 @@ impl Contact {
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) -> Result<(), RunError> {
+        let _zone = zone!("slab");
         self.stats.slab_events += 1;
         let i = id as usize;
         let (x, _) = self.kinematics(id, state, t);
@@ -560,6 +565,7 @@ impl Contact {
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) -> Result<(), RunError> {
+        let _zone = zone!("penalty");
         let h = self.clock(l);
         let params = PenaltyParams {
             eta: self.schedule.eta(l),
@@ -584,7 +590,10 @@ impl Contact {
             }
         };
         if members.len() >= PARALLEL_TICK {
-            members.par_iter().map(impulse).collect_into_vec(&mut impulses);
+            members
+                .par_iter()
+                .map(impulse)
+                .collect_into_vec(&mut impulses);
         } else {
             impulses.clear();
             impulses.extend(members.iter().map(impulse));

@@ -258,9 +258,16 @@ mod tests {
         let b = t.insert(EventKind::Certificate, 1);
         t.remove(a).unwrap();
         let fresh = t.insert_fresh(EventKind::Penalty, 1);
-        assert!(fresh.id > b.id, "a fresh id is larger than every earlier one");
+        assert!(
+            fresh.id > b.id,
+            "a fresh id is larger than every earlier one"
+        );
         assert_eq!(t.len(), 2);
-        assert_eq!(t.insert(EventKind::Certificate, 2).id, a.id, "the free list is kept");
+        assert_eq!(
+            t.insert(EventKind::Certificate, 2).id,
+            a.id,
+            "the free list is kept"
+        );
     }
 
     #[test]
