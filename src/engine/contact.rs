@@ -40,6 +40,9 @@ const SLAB_MARGIN: f64 = 1.0 + 1e-9;
 /// Layer ticks with at least this many members compute their impulses on the thread pool.
 const PARALLEL_TICK: usize = 256;
 
+/// Reschedules of at least this many certificates compute their failure times on the pool.
+const PARALLEL_RESCHEDULE: usize = 512;
+
 /// Contact statistics for `stats.json`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct ContactStats {
@@ -106,6 +109,10 @@ pub(super) struct Contact {
     vertex_epoch: u32,
     kicked: Vec<u32>,
     impulses: Vec<PairImpulse<4>>,
+    /// Scratch of `reschedule`: the contingent pairs, their new slabs and queue updates.
+    contingent: Vec<u32>,
+    retimed: Vec<Option<(Slab, f64)>>,
+    updates: Vec<(EventId, f64)>,
     broad_event: EventId,
     found: Vec<PairKey>,
     /// `0..n`, the stencil of whole-mesh events.
@@ -171,6 +178,9 @@ impl Contact {
             vertex_epoch: 0,
             kicked: Vec::new(),
             impulses: Vec::new(),
+            contingent: Vec::new(),
+            retimed: Vec::new(),
+            updates: Vec::new(),
             broad_event,
             found: Vec::new(),
             all_vertices: (0..n as u32).collect(),
@@ -339,19 +349,48 @@ impl Contact {
         }
     }
 
-    /// Re-times the slab of pair `id` for the new velocities at time `t`.
-    fn reschedule(&mut self, id: u32, state: &VertexState, t: f64, queue: &mut EventQueue) {
+    /// Pair `id`'s slab advanced to `t` and its failure time under the velocities at `t`; `None`
+    /// for a pair with no slab. Pure, so that many pairs are re-timed in parallel.
+    fn retime(&self, id: u32, state: &VertexState, t: f64) -> Option<(Slab, f64)> {
         let i = id as usize;
-        self.stats.reschedules += 1;
-        let Some(mut slab) = self.pairs.slab[i] else {
-            return;
-        };
+        let mut slab = self.pairs.slab[i]?;
         slab.point += (t - self.pairs.slab_time[i]) * slab.velocity;
-        self.pairs.slab[i] = Some(slab);
-        self.pairs.slab_time[i] = t;
         let (x, v) = self.kinematics(id, state, t);
-        let dt = failure_time(&slab, &x, &v, self.a_count(id));
-        self.schedule_cert(id, t + dt, queue);
+        Some((slab, t + failure_time(&slab, &x, &v, self.a_count(id))))
+    }
+
+    /// Re-times the slabs of `ids` for the new velocities at `t`: failure times are computed in
+    /// parallel for large batches, then applied to the queue as one batch in `ids` order.
+    fn reschedule(&mut self, ids: &[u32], state: &VertexState, t: f64, queue: &mut EventQueue) {
+        self.stats.reschedules += ids.len() as u64;
+        let mut retimed = std::mem::take(&mut self.retimed);
+        let this = &*self;
+        if ids.len() >= PARALLEL_RESCHEDULE {
+            ids.par_iter()
+                .map(|&id| this.retime(id, state, t))
+                .collect_into_vec(&mut retimed);
+        } else {
+            retimed.clear();
+            retimed.extend(ids.iter().map(|&id| this.retime(id, state, t)));
+        }
+        let mut updates = std::mem::take(&mut self.updates);
+        updates.clear();
+        for (&id, r) in ids.iter().zip(&retimed) {
+            let Some((slab, when)) = *r else {
+                continue;
+            };
+            let i = id as usize;
+            self.pairs.slab[i] = Some(slab);
+            self.pairs.slab_time[i] = t;
+            if when.is_finite() {
+                updates.push((self.pairs.cert[i], when));
+            } else {
+                queue.remove(self.pairs.cert[i]);
+            }
+        }
+        queue.update_batch(&updates);
+        self.retimed = retimed;
+        self.updates = updates;
     }
 
     /// After the velocities of `vertices` changed at `t`: re-sweep their boxes (new pairs get
@@ -367,15 +406,18 @@ impl Contact {
         let _zone = zone!("reschedule");
         self.sweep(vertices, state, t, events, queue);
         self.epoch = self.epoch.wrapping_add(1);
+        let mut ids = std::mem::take(&mut self.contingent);
+        ids.clear();
         for &v in vertices {
-            for k in 0..self.supports[v as usize].len() {
-                let id = self.supports[v as usize][k];
+            for &id in &self.supports[v as usize] {
                 if self.stamp[id as usize] != self.epoch {
                     self.stamp[id as usize] = self.epoch;
-                    self.reschedule(id, state, t, queue);
+                    ids.push(id);
                 }
             }
         }
+        self.reschedule(&ids, state, t, queue);
+        self.contingent = ids;
     }
 
     /// Re-sweeps the boxes of `vertices` and adopts the candidate pairs that appear.
@@ -408,11 +450,11 @@ impl Contact {
         let all = std::mem::take(&mut self.all_vertices);
         self.sweep(&all, state, t, events, queue);
         self.all_vertices = all;
-        for id in 0..self.pairs.key.len() as u32 {
-            if self.pairs.live[id as usize] {
-                self.reschedule(id, state, t, queue);
-            }
-        }
+        let mut ids = std::mem::take(&mut self.contingent);
+        ids.clear();
+        ids.extend((0..self.pairs.key.len() as u32).filter(|&id| self.pairs.live[id as usize]));
+        self.reschedule(&ids, state, t, queue);
+        self.contingent = ids;
     }
 
     fn rebuild(
