@@ -111,12 +111,16 @@ pub(super) struct Contact {
     impulses: Vec<PairImpulse<4>>,
     /// Scratch of `reschedule`: the contingent pairs, their new slabs and queue updates.
     contingent: Vec<u32>,
-    retimed: Vec<Option<(Slab, f64)>>,
+    retimed: Vec<Option<Retimed>>,
     updates: Vec<(EventId, f64)>,
     broad_event: EventId,
     found: Vec<PairKey>,
     /// `0..n`, the stencil of whole-mesh events.
     all_vertices: Vec<u32>,
+    /// Whether to audit certificates as they are re-timed (see [`Contact::audit`]).
+    auditing: bool,
+    /// The first breach the audit found, waiting for the loop to report it.
+    breach: Option<String>,
     pub(super) stats: ContactStats,
 }
 
@@ -180,6 +184,8 @@ impl Contact {
             impulses: Vec::new(),
             contingent: Vec::new(),
             retimed: Vec::new(),
+            auditing: false,
+            breach: None,
             updates: Vec::new(),
             broad_event,
             found: Vec::new(),
@@ -351,12 +357,18 @@ impl Contact {
 
     /// Pair `id`'s slab advanced to `t` and its failure time under the velocities at `t`; `None`
     /// for a pair with no slab. Pure, so that many pairs are re-timed in parallel.
-    fn retime(&self, id: u32, state: &VertexState, t: f64) -> Option<(Slab, f64)> {
+    fn retime(&self, id: u32, state: &VertexState, t: f64) -> Option<Retimed> {
         let i = id as usize;
         let mut slab = self.pairs.slab[i]?;
         slab.point += (t - self.pairs.slab_time[i]) * slab.velocity;
         let (x, v) = self.kinematics(id, state, t);
-        Some((slab, t + failure_time(&slab, &x, &v, self.a_count(id))))
+        let a = self.a_count(id);
+        let breach = self.auditing && !holds(&slab, &x, &v, a, 0.0);
+        Some(Retimed {
+            slab,
+            when: t + failure_time(&slab, &x, &v, a),
+            breach,
+        })
     }
 
     /// Re-times the slabs of `ids` for the new velocities at `t`: failure times are computed in
@@ -376,10 +388,21 @@ impl Contact {
         let mut updates = std::mem::take(&mut self.updates);
         updates.clear();
         for (&id, r) in ids.iter().zip(&retimed) {
-            let Some((slab, when)) = *r else {
+            let Some(Retimed { slab, when, breach }) = *r else {
                 continue;
             };
             let i = id as usize;
+            if breach && self.breach.is_none() {
+                let due = queue
+                    .time_of(self.pairs.cert[i])
+                    .is_some_and(|due| due <= t);
+                if !due {
+                    self.breach = Some(format!(
+                        "the slab of pair {:?} (layer {}) no longer holds",
+                        self.pairs.key[i], self.pairs.certified[i]
+                    ));
+                }
+            }
             self.pairs.slab[i] = Some(slab);
             self.pairs.slab_time[i] = t;
             if when.is_finite() {
@@ -404,6 +427,7 @@ impl Contact {
         queue: &mut EventQueue,
     ) {
         let _zone = zone!("reschedule");
+        self.audit_boxes(state, t);
         self.sweep(vertices, state, t, events, queue);
         self.epoch = self.epoch.wrapping_add(1);
         let mut ids = std::mem::take(&mut self.contingent);
@@ -447,6 +471,7 @@ impl Contact {
         queue: &mut EventQueue,
     ) {
         let _zone = zone!("reschedule_all");
+        self.audit_boxes(state, t);
         let all = std::mem::take(&mut self.all_vertices);
         self.sweep(&all, state, t, events, queue);
         self.all_vertices = all;
@@ -482,6 +507,7 @@ impl Contact {
     ) {
         let _zone = zone!("broad_phase");
         self.stats.broad_phase_events += 1;
+        self.audit_boxes(state, t);
         let end = t + self.window;
         self.rebuild(state, t, end, events, queue);
         for id in 0..self.pairs.key.len() as u32 {
@@ -683,6 +709,27 @@ impl Contact {
         Ok(())
     }
 
+    /// Turns the interval audit on: every certificate is checked whenever its trajectory is about
+    /// to change (see [`Contact::audit`]).
+    pub(super) fn set_auditing(&mut self, on: bool) {
+        self.auditing = on;
+    }
+
+    /// The first breach the interval audit found since the last call.
+    pub(super) fn take_breach(&mut self) -> Option<String> {
+        self.breach.take()
+    }
+
+    /// Audit: every vertex is still inside its broad-phase box (before the boxes of kicked
+    /// vertices are swept again).
+    fn audit_boxes(&mut self, state: &VertexState, t: f64) {
+        if self.auditing && self.breach.is_none() {
+            if let Err(e) = self.boxes.audit(state, t) {
+                self.breach = Some(e);
+            }
+        }
+    }
+
     /// Penalty energy of every active layer at `positions`.
     pub(super) fn energy(&self, positions: &[DVec3]) -> f64 {
         let mut total = 0.0;
@@ -699,8 +746,14 @@ impl Contact {
         total
     }
 
-    /// The audit (`--audit`): every live slab not yet due holds at `t`, every candidate pair
-    /// closer than `eta(l)` has layers `1..=l` active, and every vertex is inside its swept box.
+    /// The full audit at time `t`: every live slab not yet due holds, every candidate pair closer
+    /// than `eta(l)` has layers `1..=l` active, and every vertex is inside its swept box.
+    ///
+    /// `--audit` runs it when a run ends, and between ends checks each certificate and box
+    /// whenever the trajectories it covers are about to change (a kick re-times it, a window
+    /// rebuilds it). Slab and box conditions are affine in time along linear trajectories, so a
+    /// condition that holds when it is made and again just before its trajectory changes holds
+    /// at every event in between: this is the audit after every event, without its cost.
     pub(super) fn audit(
         &self,
         state: &VertexState,
@@ -738,6 +791,15 @@ impl Contact {
         }
         self.boxes.audit(state, t)
     }
+}
+
+/// A slab advanced to the re-timing time, its new failure time, and whether the audit found it
+/// broken at that time.
+#[derive(Clone, Copy, Debug)]
+struct Retimed {
+    slab: Slab,
+    when: f64,
+    breach: bool,
 }
 
 /// Closest distance of a pair at positions `x`.
