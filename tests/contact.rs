@@ -346,13 +346,16 @@ fn contact_runs_are_bit_identical_on_any_number_of_threads() {
     }
 }
 
-/// Runs `profile` with one `--set` override into `f/`; checks that the run stops with exit 2 and
-/// a message holding every needle, and that the frames it wrote pass `acm check`. Returns the
+/// Runs `profile` with `--set` overrides into `f/`; checks that the run stops with exit 2 and a
+/// message holding every needle, and that the frames it wrote pass `acm check`. Returns the
 /// number of frames written.
-fn stops_cleanly(profile: &str, set: &str, needles: &[&str]) -> usize {
+fn stops_cleanly(profile: &str, sets: &[&str], needles: &[&str]) -> usize {
     let dir = tempfile::tempdir().unwrap();
     let profile = profiles_dir().join(profile);
-    let args = ["run", profile.to_str().unwrap(), "--set", set, "--out", "f"];
+    let mut args = vec!["run", profile.to_str().unwrap(), "--out", "f"];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
     let out = acm(dir.path(), &args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -375,7 +378,7 @@ fn a_layer_too_stiff_to_advance_time_stops_the_run_cleanly() {
     // r1 = 1e35 gives layer 1 a clock near 1e-19 s: below what f64 can add to t ~ 0.04 s.
     let written = stops_cleanly(
         "particle_floor.toml",
-        "contact.r1=1e35",
+        &["contact.r1=1e35"],
         &["no progress", "layer 1"],
     );
     // Frames stop at the failure: the particle enters layer 1 after 0.043 s, so only the frames
@@ -384,11 +387,27 @@ fn a_layer_too_stiff_to_advance_time_stops_the_run_cleanly() {
 }
 
 #[test]
+fn a_pair_faster_than_time_can_resolve_stops_the_run_cleanly() {
+    // 10 km/s arriving at t = 1 s: one rounding of t (2.2e-16 s) moves the particle 2.2e-10 cm,
+    // more than a layer's certified margin (1e-9 eta).
+    let written = stops_cleanly(
+        "particle_floor.toml",
+        &[
+            "object.particle.velocity=[0, -1e6, 0]",
+            "object.particle.translate=[0.3, 1e6, 0.2]",
+            "scene.gravity=[0, 0, 0]",
+        ],
+        &["time resolution exhausted", "VertexTriangle"],
+    );
+    assert_eq!(written, 50, "frames up to t = 0.98 s only");
+}
+
+#[test]
 fn scripted_object_driven_into_a_fixed_one_stops_before_intersecting() {
     // The sheet becomes a scripted plate pushed down through the sphere at 100 cm/s.
     let written = stops_cleanly(
         "sheet_on_sphere.toml",
-        "script=[{ object = \"sheet\", select = { all = true }, keys = [{ time = 0.0, velocity = [0, -100, 0] }] }]",
+        &["script=[{ object = \"sheet\", select = { all = true }, keys = [{ time = 0.0, velocity = [0, -100, 0] }] }]"],
         &["fixed or scripted primitives are about to touch"],
     );
     assert!(written < 26);

@@ -213,6 +213,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         Err(
             e @ (RunError::Diverged { .. }
             | RunError::NoProgress { .. }
+            | RunError::TimeResolution { .. }
             | RunError::KinematicContact { .. }),
         ) => Err(Failure::BadInput(format!("{}: {e}", scene.name))),
         Err(e @ (RunError::Internal { .. } | RunError::Audit { .. })) => {

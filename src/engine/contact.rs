@@ -540,7 +540,7 @@ impl Contact {
         let layer = self.pairs.certified[i];
         if d < ACTIVATION * self.schedule.eta(layer) {
             if d < self.schedule.eta(layer) {
-                return Err(self.breach(id, layer, d, t));
+                return Err(self.breach(id, layer, d, t, state));
             }
             let verts = self.pairs.verts[i];
             if verts.iter().all(|&v| state.inv_mass[v as usize] == 0.0) {
@@ -557,15 +557,31 @@ impl Contact {
         Ok(())
     }
 
-    fn breach(&self, id: u32, layer: u32, d: f64, t: f64) -> RunError {
+    /// The error for a pair found inside a layer that is not active: a time-resolution stop when
+    /// one rounding of `t` moves the pair by more than the slab margin, otherwise a bug.
+    fn breach(&self, id: u32, layer: u32, d: f64, t: f64, state: &VertexState) -> RunError {
+        let i = id as usize;
+        let speed = self.pairs.verts[i]
+            .iter()
+            .map(|&v| state.v[v as usize].length())
+            .fold(0.0, f64::max);
+        let eta = self.schedule.eta(layer);
+        let rounding = 2.0 * speed * t.abs() * f64::EPSILON;
+        if rounding > (SLAB_MARGIN - 1.0) * eta {
+            return RunError::TimeResolution {
+                time: t,
+                pair: format!("{:?}", self.pairs.key[i]),
+                layer,
+                speed,
+            };
+        }
         RunError::Internal {
             time: t,
-            event: self.pairs.cert[id as usize].0,
+            event: self.pairs.cert[i].0,
             message: format!(
-                "pair {:?} reached distance {d:e} inside layer {layer} (eta {:e}) before the \
+                "pair {:?} reached distance {d:e} inside layer {layer} (eta {eta:e}) before the \
                  layer was active",
-                self.pairs.key[id as usize],
-                self.schedule.eta(layer)
+                self.pairs.key[i],
             ),
         }
     }

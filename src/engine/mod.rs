@@ -133,6 +133,25 @@ pub enum RunError {
         /// Its clock.
         clock: f64,
     },
+    /// A pair moves so fast that one rounding of the current time in double precision covers
+    /// more than a layer's certified margin, so a layer could no longer be switched on in time:
+    /// the run stops before it could be.
+    #[error(
+        "time resolution exhausted at t = {time} s: pair {pair} closes at up to {speed:e} cm/s, \
+         which one rounding of t crosses faster than layer {layer} can be certified. Energy has \
+         probably grown without bound (see README, known limitations: lower contact.safety) or \
+         the scene's speeds are too high"
+    )]
+    TimeResolution {
+        /// Simulated time.
+        time: f64,
+        /// The pair, described.
+        pair: String,
+        /// The layer whose margin was crossed.
+        layer: u32,
+        /// The pair's largest vertex speed (cm/s).
+        speed: f64,
+    },
     /// Two fixed or scripted primitives are about to touch: no force can stop prescribed
     /// motion, so the run stops before they intersect.
     #[error(
