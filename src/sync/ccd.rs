@@ -68,6 +68,10 @@ impl Kind {
 /// within `gap` of each other, among the times at which they can be coplanar; `None` if they
 /// stay apart for the whole step. `x` are the positions at the start, `dx` the displacements
 /// over the step.
+///
+/// A pair that starts closer than `gap` is held to half its starting distance instead (it
+/// collides only if it approaches that far), so a response that stops or separates it
+/// resolves it; a pair that starts touching (distance 0) always collides.
 pub fn first_contact(kind: Kind, x: [DVec3; 4], dx: [DVec3; 4], gap: f64) -> Option<f64> {
     let at = |s: f64| -> [DVec3; 4] { std::array::from_fn(|i| x[i] + s * dx[i]) };
     let split = kind.first_len();
@@ -77,11 +81,12 @@ pub fn first_contact(kind: Kind, x: [DVec3; 4], dx: [DVec3; 4], gap: f64) -> Opt
             speed = speed.max((dx[i] - dx[j]).length());
         }
     }
-    // Cheap rejection: the distance cannot shrink by more than `speed` over the step.
     let d0 = kind.distance(&x);
-    if d0 <= gap {
+    if d0 <= 0.0 {
         return Some(0.0);
     }
+    let gap = gap.min(0.5 * d0);
+    // Cheap rejection: the distance cannot shrink by more than `speed` over the step.
     if d0 - speed > gap {
         return None;
     }

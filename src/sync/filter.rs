@@ -44,6 +44,10 @@ const SEPARATION_FRACTION: f64 = 0.1;
 /// CCD reports a collision when the primitives come within this fraction of the thickness.
 const GAP_FRACTION: f64 = 1e-3;
 
+/// The broad phase is rebuilt when a vertex moves farther than this many thicknesses from
+/// where it was built.
+const BROAD_PHASE_MARGIN: f64 = 2.0;
+
 /// Parameters of the filter.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FilterParams {
@@ -108,8 +112,10 @@ pub struct Filter {
     params: FilterParams,
     gap: f64,
     candidates: Vec<Feature>,
-    /// End positions the candidates were built for.
-    predicted: Vec<DVec3>,
+    /// Positions the candidates were built at: they hold every pair that can come within the
+    /// thickness while no vertex is farther than `margin` from here.
+    reference: Vec<DVec3>,
+    margin: f64,
     scratch: Vec<DVec3>,
 }
 
@@ -121,7 +127,8 @@ impl Filter {
             params,
             gap: GAP_FRACTION * params.thickness,
             candidates: Vec::new(),
-            predicted: Vec::new(),
+            reference: Vec::new(),
+            margin: BROAD_PHASE_MARGIN * params.thickness,
             scratch: vec![DVec3::ZERO; vertex_count],
         }
     }
@@ -140,7 +147,7 @@ impl Filter {
         inv_mass: &[f64],
         stats: &mut FilterStats,
     ) -> Result<(), Unresolved> {
-        self.rebuild(x, v, inv_mass, stats);
+        self.refresh(x, v, inv_mass, stats);
         self.repulse(x, v, inv_mass, stats);
         for _ in 0..self.params.max_ccd_iterations {
             let hits = self.detect(x, v, inv_mass, stats);
@@ -155,18 +162,27 @@ impl Filter {
         self.fail_safe(x, v, mass, inv_mass, stats)
     }
 
-    /// Builds the candidate pairs for the motion `x + s h v`, padded so that they stay valid
-    /// while no vertex's end position moves more than half the thickness.
-    fn rebuild(&mut self, x: &[DVec3], v: &[DVec3], inv_mass: &[f64], stats: &mut FilterStats) {
-        let h = self.params.step;
-        self.predicted.clear();
-        self.predicted
-            .extend(x.iter().zip(v).map(|(&p, &u)| p + h * u));
+    /// Rebuilds the candidate pairs unless every vertex stays within the margin of the
+    /// reference positions over the motion `x + s h v`.
+    fn refresh(&mut self, x: &[DVec3], v: &[DVec3], inv_mass: &[f64], stats: &mut FilterStats) {
+        let (h, margin) = (self.params.step, self.margin);
+        let valid = self.reference.len() == x.len()
+            && x.par_iter()
+                .zip(v)
+                .zip(&self.reference)
+                .all(|((&p, &u), &r)| {
+                    (p - r).length() <= margin && (p + h * u - r).length() <= margin
+                });
+        if valid {
+            return;
+        }
+        self.reference.clear();
+        self.reference.extend_from_slice(x);
         self.candidates = broad::candidates(
             &self.prims,
             x,
-            &self.predicted,
-            self.params.thickness,
+            x,
+            0.5 * self.params.thickness + margin,
             inv_mass,
         );
         stats.broad_phase_builds += 1;
@@ -249,8 +265,7 @@ impl Filter {
     }
 
     /// Every collision of the motion `x + s h v`, as constraints at the collision time, in
-    /// feature order. Rebuilds the candidates first if responses moved some vertex's end
-    /// position by more than the broad phase's margin.
+    /// feature order (refreshing the candidates first).
     fn detect(
         &mut self,
         x: &[DVec3],
@@ -259,15 +274,7 @@ impl Filter {
         stats: &mut FilterStats,
     ) -> Vec<Constraint> {
         let h = self.params.step;
-        let margin = 0.5 * self.params.thickness;
-        let stale = x
-            .par_iter()
-            .zip(v)
-            .zip(&self.predicted)
-            .any(|((&p, &u), &q)| (p + h * u - q).length() > margin);
-        if stale {
-            self.rebuild(x, v, inv_mass, stats);
-        }
+        self.refresh(x, v, inv_mass, stats);
         stats.ccd_passes += 1;
         let gap = self.gap;
         self.candidates
