@@ -298,7 +298,6 @@ impl Filter {
         inv_mass: &[f64],
         stats: &mut FilterStats,
     ) -> Result<(), Unresolved> {
-        stats.failsafe_steps += 1;
         let start = v.to_vec();
         let mut sets = UnionFind::new(v.len());
         let mut known: HashMap<Feature, Constraint> = HashMap::new();
@@ -307,6 +306,9 @@ impl Filter {
             let hits = self.detect(x, v, inv_mass, stats);
             if hits.is_empty() {
                 return Ok(());
+            }
+            if known.is_empty() {
+                stats.failsafe_steps += 1;
             }
             stats.failsafe_rounds += 1;
             for c in &hits {
