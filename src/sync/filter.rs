@@ -44,8 +44,8 @@ const SEPARATION_FRACTION: f64 = 0.1;
 /// CCD reports a collision when the primitives come within this fraction of the thickness.
 const GAP_FRACTION: f64 = 1e-3;
 
-/// The broad phase is rebuilt when a vertex moves farther than this many thicknesses from
-/// where it was built.
+/// The broad phase is rebuilt when a vertex's motion leaves the box of its motion at the last
+/// build by more than this many thicknesses.
 const BROAD_PHASE_MARGIN: f64 = 2.0;
 
 /// Parameters of the filter.
@@ -112,9 +112,10 @@ pub struct Filter {
     params: FilterParams,
     gap: f64,
     candidates: Vec<Feature>,
-    /// Positions the candidates were built at: they hold every pair that can come within the
-    /// thickness while no vertex is farther than `margin` from here.
-    reference: Vec<DVec3>,
+    /// Per vertex, the box of its motion over the step the candidates were built for: they
+    /// hold every pair that can come within the thickness while each vertex's motion stays
+    /// within `margin` of its box.
+    reference: Vec<(DVec3, DVec3)>,
     margin: f64,
     scratch: Vec<DVec3>,
 }
@@ -162,26 +163,30 @@ impl Filter {
         self.fail_safe(x, v, mass, inv_mass, stats)
     }
 
-    /// Rebuilds the candidate pairs unless every vertex stays within the margin of the
-    /// reference positions over the motion `x + s h v`.
+    /// Rebuilds the candidate pairs unless every vertex's motion `x + s h v` stays within the
+    /// margin of the box of its motion when they were built.
     fn refresh(&mut self, x: &[DVec3], v: &[DVec3], inv_mass: &[f64], stats: &mut FilterStats) {
         let (h, margin) = (self.params.step, self.margin);
+        let inside = |p: DVec3, (lo, hi): (DVec3, DVec3)| {
+            p.cmpge(lo - DVec3::splat(margin)).all() && p.cmple(hi + DVec3::splat(margin)).all()
+        };
         let valid = self.reference.len() == x.len()
-            && x.par_iter()
+            && x
+                .par_iter()
                 .zip(v)
                 .zip(&self.reference)
-                .all(|((&p, &u), &r)| {
-                    (p - r).length() <= margin && (p + h * u - r).length() <= margin
-                });
+                .all(|((&p, &u), &b)| inside(p, b) && inside(p + h * u, b));
         if valid {
             return;
         }
+        let end: Vec<DVec3> = x.iter().zip(v).map(|(&p, &u)| p + h * u).collect();
         self.reference.clear();
-        self.reference.extend_from_slice(x);
+        self.reference
+            .extend(x.iter().zip(&end).map(|(&p, &q)| (p.min(q), p.max(q))));
         self.candidates = broad::candidates(
             &self.prims,
             x,
-            x,
+            &end,
             0.5 * self.params.thickness + margin,
             inv_mass,
         );
