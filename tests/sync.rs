@@ -98,7 +98,10 @@ fn inelastic_projection_conserves_momentum() {
         duration: 0.1,
         frame_interval: 0.002,
         gravity: DVec3::ZERO,
-        objects: vec![sheet("low", 0.0, 0.05, 150.0), sheet("high", 1.0, -0.05, -150.0)],
+        objects: vec![
+            sheet("low", 0.0, 0.05, 150.0),
+            sheet("high", 1.0, -0.05, -150.0),
+        ],
         ..Scene::default()
     };
     scene.integrator.method = Method::Sync;

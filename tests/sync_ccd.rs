@@ -43,10 +43,12 @@ fn ccd(x: &[DVec3; 6], d: &[DVec3; 6]) -> Option<f64> {
 
 /// The first sub-step time at which the triangles intersect (exactly), if any.
 fn brute_force(x: &[DVec3; 6], d: &[DVec3; 6]) -> Option<f64> {
-    (0..=SUBSTEPS).map(|k| k as f64 / SUBSTEPS as f64).find(|&s| {
-        let p: [DVec3; 6] = std::array::from_fn(|i| x[i] + s * d[i]);
-        triangles_intersect([p[0], p[1], p[2]], [p[3], p[4], p[5]])
-    })
+    (0..=SUBSTEPS)
+        .map(|k| k as f64 / SUBSTEPS as f64)
+        .find(|&s| {
+            let p: [DVec3; 6] = std::array::from_fn(|i| x[i] + s * d[i]);
+            triangles_intersect([p[0], p[1], p[2]], [p[3], p[4], p[5]])
+        })
 }
 
 /// Cases whose triangles intersect at the start are skipped (the CCD assumes a clean start).

@@ -171,8 +171,7 @@ impl Filter {
             p.cmpge(lo - DVec3::splat(margin)).all() && p.cmple(hi + DVec3::splat(margin)).all()
         };
         let valid = self.reference.len() == x.len()
-            && x
-                .par_iter()
+            && x.par_iter()
                 .zip(v)
                 .zip(&self.reference)
                 .all(|((&p, &u), &b)| inside(p, b) && inside(p + h * u, b));
@@ -331,7 +330,7 @@ impl Filter {
                 }
             }
             let mut all: Vec<Constraint> = known.values().copied().collect();
-            all.sort_unstable_by(|a, b| a.feature.cmp(&b.feature));
+            all.sort_unstable_by_key(|c| c.feature);
             for zone in zones::group(&all, &mut sets, inv_mass) {
                 stats.largest_zone = stats.largest_zone.max(zone.free.len() as u64);
                 for &i in &zone.free {

@@ -223,3 +223,56 @@ fn conjugate_gradient<S: ?Sized>(
     }
     (x, iterations)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::ccd::Kind;
+    use crate::sync::primitives::Feature;
+
+    #[test]
+    fn projection_meets_redundant_targets_and_keeps_momentum() {
+        // A vertex against a triangle, twice (a redundant, singular system), plus an edge pair.
+        let vt = Constraint {
+            feature: Feature {
+                kind: Kind::VertexTriangle,
+                verts: [0, 1, 2, 3],
+            },
+            weights: [1.0, -0.2, -0.3, -0.5],
+            normal: DVec3::Y,
+            distance: 0.0,
+        };
+        let ee = Constraint {
+            feature: Feature {
+                kind: Kind::EdgeEdge,
+                verts: [1, 2, 4, 5],
+            },
+            weights: [-0.5, -0.5, 0.5, 0.5],
+            normal: DVec3::new(0.0, 0.6, 0.8),
+            distance: 0.0,
+        };
+        let constraints = [vt, vt, ee];
+        let targets = [0.5, 0.5, 0.0];
+        let mass = [1.0, 2.0, 0.5, 1.0, 3.0, 1.0];
+        let inv_mass = mass.map(|m| 1.0 / m);
+        let mut v: Vec<DVec3> = (0..6)
+            .map(|i| DVec3::new(i as f64, -2.0 * i as f64, 1.0 - i as f64))
+            .collect();
+        let p0: DVec3 = (0..6).map(|i| mass[i] * v[i]).sum();
+        let mut scratch = vec![DVec3::ZERO; 6];
+        project(&constraints, &targets, 0.0, &mut v, &inv_mass, &mut scratch);
+        for (c, t) in constraints.iter().zip(targets) {
+            assert!((c.normal.dot(c.relative(&v)) - t).abs() < 1e-8);
+        }
+        let p1: DVec3 = (0..6).map(|i| mass[i] * v[i]).sum();
+        assert!((p1 - p0).length() < 1e-12);
+        assert!(scratch.iter().all(|s| *s == DVec3::ZERO));
+        // Friction keeps momentum too, and never speeds the sliding up.
+        let slide_before = ee.relative(&v) - ee.normal * ee.normal.dot(ee.relative(&v));
+        project(&[ee], &[0.0], 0.5, &mut v, &inv_mass, &mut scratch);
+        let p2: DVec3 = (0..6).map(|i| mass[i] * v[i]).sum();
+        assert!((p2 - p0).length() < 1e-12);
+        let slide_after = ee.relative(&v) - ee.normal * ee.normal.dot(ee.relative(&v));
+        assert!(slide_after.length() <= slide_before.length() + 1e-12);
+    }
+}

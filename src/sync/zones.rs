@@ -164,18 +164,106 @@ pub fn rigidify(
     Ok(())
 }
 
-/// `I^-1 L`, with the inertia regularised for collinear zones (a rod has no inertia about its
-/// axis, and no angular momentum about it either).
+/// `I^-1 L`, with the inertia regularised when it is (nearly) singular: a collinear zone has no
+/// inertia about its axis, and no angular momentum about it either.
 fn solve_inertia(inertia: DMat3, momentum: DVec3) -> DVec3 {
     let trace = inertia.x_axis.x + inertia.y_axis.y + inertia.z_axis.z;
     if trace <= 0.0 {
         return DVec3::ZERO;
     }
-    let regular = inertia + DMat3::from_diagonal(DVec3::splat(1e-12 * trace));
+    let scale = trace / 3.0;
+    let regular = if inertia.determinant().abs() > 1e-9 * scale * scale * scale {
+        inertia
+    } else {
+        inertia + DMat3::from_diagonal(DVec3::splat(1e-12 * trace))
+    };
     let omega = regular.inverse() * momentum;
     if omega.is_finite() {
         omega
     } else {
         DVec3::ZERO
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::ccd::Kind;
+    use crate::sync::primitives::Feature;
+
+    fn constraint(verts: [u32; 4]) -> Constraint {
+        Constraint {
+            feature: Feature {
+                kind: Kind::VertexTriangle,
+                verts,
+            },
+            weights: [1.0, -0.2, -0.3, -0.5],
+            normal: DVec3::Y,
+            distance: 0.0,
+        }
+    }
+
+    fn zone(constraints: Vec<Constraint>, inv_mass: &[f64]) -> Zone {
+        let mut sets = UnionFind::new(inv_mass.len());
+        for c in &constraints {
+            for &v in &c.feature.verts[1..] {
+                sets.union(c.feature.verts[0], v);
+            }
+        }
+        group(&constraints, &mut sets, inv_mass).remove(0)
+    }
+
+    #[test]
+    fn rigid_zone_keeps_linear_and_angular_momentum_and_moves_rigidly() {
+        let x = [
+            DVec3::new(0.0, 1.0, 0.0),
+            DVec3::new(-1.0, 0.0, 0.0),
+            DVec3::new(1.0, 0.0, 0.3),
+            DVec3::new(0.0, 0.2, 1.0),
+        ];
+        let mut v = vec![
+            DVec3::new(0.0, -3.0, 0.5),
+            DVec3::new(1.0, 2.0, 0.0),
+            DVec3::new(-0.5, 0.0, 1.0),
+            DVec3::new(0.2, 0.3, -1.0),
+        ];
+        let mass = [1.0, 2.0, 0.5, 1.5];
+        let inv_mass = mass.map(|m| 1.0 / m);
+        let momenta = |v: &[DVec3]| {
+            let p: DVec3 = (0..4).map(|i| mass[i] * v[i]).sum();
+            let l: DVec3 = (0..4).map(|i| mass[i] * x[i].cross(v[i])).sum();
+            (p, l)
+        };
+        let before = momenta(&v);
+        let z = zone(vec![constraint([0, 1, 2, 3])], &inv_mass);
+        rigidify(&z, &x, &mut v, &mass, &inv_mass).unwrap();
+        let after = momenta(&v);
+        assert!((after.0 - before.0).length() < 1e-12);
+        assert!(
+            (after.1 - before.1).length() < 1e-12,
+            "{after:?} {before:?}"
+        );
+        // Rigid: every pairwise relative velocity is perpendicular to the pair's offset.
+        for i in 0..4 {
+            for j in 0..4 {
+                assert!((v[i] - v[j]).dot(x[i] - x[j]).abs() < 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn immovable_vertices_dominate_or_disagree() {
+        let x = [DVec3::Y, DVec3::X, DVec3::Z, DVec3::ZERO];
+        let mass = [1.0; 4];
+        let inv_mass = [1.0, 0.0, 0.0, 0.0];
+        let mut v = vec![DVec3::new(0.0, -5.0, 0.0), DVec3::X, DVec3::X, DVec3::X];
+        let z = zone(vec![constraint([0, 1, 2, 3])], &inv_mass);
+        rigidify(&z, &x, &mut v, &mass, &inv_mass).unwrap();
+        assert_eq!(v[0], DVec3::X, "the free vertex moves with the obstacle");
+        v[3] = DVec3::ZERO;
+        assert_eq!(
+            rigidify(&z, &x, &mut v, &mass, &inv_mass),
+            Err(Disagreement { vertices: [1, 3] })
+        );
     }
 }
