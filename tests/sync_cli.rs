@@ -176,3 +176,40 @@ fn bad_sync_parameters_exit_2_with_file_and_line() {
     rejects(PROFILE, &["integrator=verlet"], &["verlet", "acm", "sync"]);
     rejects(PROFILE, &["sync.friction=-0.5"], &["sync.friction"]);
 }
+
+#[test]
+fn frames_are_bit_identical_on_one_and_two_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir()
+        .join("sync_squares_incline.toml")
+        .display()
+        .to_string();
+    for (threads, out) in [("1", "one"), ("2", "two")] {
+        let run = acm(
+            dir.path(),
+            &[
+                "run",
+                &profile,
+                "--set",
+                "integrator=sync",
+                "--until",
+                "0.6",
+                "--threads",
+                threads,
+                "--out",
+                out,
+            ],
+        );
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+    for frame in 0..=15 {
+        let name = format!("frame_{frame:05}.obj");
+        let one = std::fs::read(dir.path().join("one").join(&name)).unwrap();
+        let two = std::fs::read(dir.path().join("two").join(&name)).unwrap();
+        assert!(one == two, "{name} differs between 1 and 2 threads");
+    }
+}

@@ -281,13 +281,7 @@ fn compare(args: CompareArgs) -> Result<(), Failure> {
     };
     let pool = thread_pool(args.threads)?;
     let rows = pool.install(|| acm::sync::compare::compare(&scene, until));
-    println!(
-        "{}: both integrators to t = {until} s (sync step {})",
-        scene.name,
-        SyncSimulation::new(&scene)
-            .map(|s| format!("{:.3e} s", s.step()))
-            .unwrap_or_else(|e| e.to_string())
-    );
+    println!("{}: both integrators to t = {until} s", scene.name);
     print!("{}", acm::sync::compare::table(&rows));
     Ok(())
 }

@@ -42,6 +42,8 @@ pub struct CompareRow {
     pub momentum_drift_relative: f64,
     /// `None` if the run reached the end; otherwise why it stopped.
     pub stopped: Option<String>,
+    /// For the synchronous run: how much the fail-safe had to do.
+    pub notes: Option<String>,
 }
 
 /// Runs `scene` with ACM and with the synchronous integrator up to `until` and returns one row
@@ -78,13 +80,26 @@ pub fn compare(scene: &Scene, until: f64) -> Vec<CompareRow> {
         Ok(mut sim) => {
             let result = sim.run_until(until, &mut sink);
             let s = &sim.stats().run;
-            sink.row(
+            let f = &sim.stats().filter;
+            let mut row = sink.row(
                 name.into(),
                 s.wall_seconds,
                 s.simulated_seconds,
                 scene,
                 result.err().map(|e| e.to_string()),
-            )
+            );
+            row.notes = Some(format!(
+                "{} steps of {:.3e} s; fail-safe in {} steps ({} rounds, largest zone {} \
+                 vertices, {} rigid-zone disagreements), {} unresolved steps",
+                sim.stats().steps,
+                sim.step(),
+                f.failsafe_steps,
+                f.failsafe_rounds,
+                f.largest_zone,
+                f.rigid_disagreements,
+                f.unresolved_steps
+            ));
+            row
         }
         Err(e) => Measure::default().row(name.into(), 0.0, 0.0, scene, Some(e.to_string())),
     };
@@ -92,7 +107,7 @@ pub fn compare(scene: &Scene, until: f64) -> Vec<CompareRow> {
     rows
 }
 
-/// The rows as an aligned text table, then one line per run that stopped early.
+/// The rows as an aligned text table, then the notes and one line per run that stopped early.
 pub fn table(rows: &[CompareRow]) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -126,6 +141,9 @@ pub fn table(rows: &[CompareRow]) -> String {
         );
     }
     for r in rows {
+        if let Some(notes) = &r.notes {
+            let _ = writeln!(out, "{}: {notes}", r.integrator);
+        }
         if let Some(why) = &r.stopped {
             let _ = writeln!(out, "{} stopped early: {why}", r.integrator);
         }
@@ -222,6 +240,7 @@ impl Measure {
             momentum_drift,
             momentum_drift_relative: ratio(momentum_drift, momentum_scale),
             stopped,
+            notes: None,
         }
     }
 }
