@@ -134,11 +134,6 @@ impl Filter {
         }
     }
 
-    /// The parameters.
-    pub fn params(&self) -> &FilterParams {
-        &self.params
-    }
-
     /// Filters `v` for positions `x` (the three stages of the module docs).
     pub fn apply(
         &mut self,
