@@ -148,3 +148,37 @@ fn info_summarises_a_profile() {
     assert!(out.status.success());
     assert!(stdout.contains("layer 1 clock"), "{stdout}");
 }
+
+#[test]
+fn trace_writes_a_chrome_trace_whose_event_zones_match_the_event_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("spring_wall.toml");
+    let out = acm(
+        dir.path(),
+        &[
+            "run",
+            profile.to_str().unwrap(),
+            "--until",
+            "0.5",
+            "--trace",
+            "trace.json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("penalty"), "the phase table: {stderr}");
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("trace.json")).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["name"] == "reschedule"));
+    let stats: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("out/stats.json")).unwrap()).unwrap();
+    assert_eq!(
+        trace["otherData"]["zone_totals"]["event"]["count"], stats["events_total"],
+        "one event zone per processed event"
+    );
+}

@@ -200,6 +200,51 @@ fn sheet_on_sphere_stays_clean() {
     assert_eq!(sim.events_processed(), sim.stats().events_total);
 }
 
+/// Audits every frame exactly and records the total energy at each.
+struct AuditedEnergy {
+    audit: Audited,
+    total: Vec<f64>,
+}
+
+impl FrameSink for AuditedEnergy {
+    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
+        self.total
+            .push(measure(frame.simulation, frame.time, frame.positions).total);
+        self.audit.frame(frame)
+    }
+}
+
+#[test]
+fn spring_wall_energy_oscillates_about_its_initial_value() {
+    let scene = profile::load(&profiles_dir().join("spring_wall.toml"), &[]).unwrap();
+    let mut sim = Simulation::new(&scene).unwrap();
+    sim.set_audit(true);
+    let mut sink = AuditedEnergy {
+        audit: Audited(AuditReport::default()),
+        total: Vec::new(),
+    };
+    sim.run_until(scene.duration, &mut sink)
+        .expect("the run passes the audit");
+    assert_eq!(
+        sink.audit.0.intersecting_pairs, 0,
+        "{:?}",
+        sink.audit.0.first_bad
+    );
+    let contact = sim.stats().contact.clone().unwrap();
+    let impacts = contact.activations_per_layer[0];
+    assert!(impacts >= 1000, "{impacts} impacts");
+    let e = &sink.total;
+    let tenth = e.len() / 10;
+    let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+    let drift = (mean(&e[e.len() - tenth..]) - mean(&e[..tenth])) / e[0];
+    eprintln!(
+        "spring_wall: {impacts} impacts, deepest layer {}, drift {:.3}% of the initial energy",
+        contact.deepest_layer,
+        100.0 * drift
+    );
+    assert!(drift.abs() < 0.005, "energy drifted {:.3}%", 100.0 * drift);
+}
+
 /// Runs `acm run profiles/particle_floor.toml` with `overrides`; returns exit code and stderr.
 fn particle_floor_with(overrides: &[&str]) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().unwrap();

@@ -9,12 +9,15 @@ use std::time::Instant;
 
 use acm::engine::{Frame, FrameSink, RunError};
 use acm::output::{write_stats, EnergyCsv, ObjFrames};
+use acm::profile::ZoneTotal;
 use acm::scene::profile::{self, ProfileError};
 use acm::scene::Method;
 use acm::sync::{SyncError, SyncSimulation};
 use acm::{Scene, Simulation};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::collections::BTreeMap;
+use std::io::Write as _;
 
 #[derive(Parser)]
 #[command(
@@ -92,6 +95,10 @@ struct RunArgs {
     /// stops the run.
     #[arg(long)]
     audit: bool,
+    /// Write a Chrome/Perfetto JSON trace of the loop's phases to this file (open it in
+    /// ui.perfetto.dev) and print the time per phase.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -181,6 +188,12 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     // Build before touching the output directory, so bad input leaves it as it was.
     let (mut acm_sim, mut sync_sim) = match scene.integrator.method {
         Method::Acm => (Some(build(&scene)?), None),
+        Method::Sync if args.trace.is_some() => {
+            return Err(Failure::BadInput(
+                "--trace traces ACM's event loop; it is not available with integrator = sync"
+                    .into(),
+            ))
+        }
         Method::Sync => (
             None,
             Some(
@@ -232,8 +245,23 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         return Err(Failure::Internal("no integrator was built".into()));
     };
     sim.set_audit(args.audit);
+    let trace = match &args.trace {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .map_err(|e| Failure::BadInput(format!("{}: {e}", path.display())))?;
+            acm::profile::start_trace();
+            Some((path, std::io::BufWriter::new(file)))
+        }
+        None => None,
+    };
     let result = pool.install(|| sim.run_until(until, &mut sink));
     sink.progress.finish_and_clear();
+    if let Some((path, mut file)) = trace {
+        let totals = acm::profile::finish_trace(&mut file)
+            .and_then(|totals| file.flush().map(|()| totals))
+            .map_err(|e| Failure::Internal(format!("{}: {e}", path.display())))?;
+        print_zone_totals(&totals, sim.stats().wall_seconds);
+    }
     write_stats(&stats_path, sim.stats()).map_err(stats_error)?;
     match result {
         Ok(()) => {
@@ -284,6 +312,27 @@ fn compare(args: CompareArgs) -> Result<(), Failure> {
     println!("{}: both integrators to t = {until} s", scene.name);
     print!("{}", acm::sync::compare::table(&rows));
     Ok(())
+}
+
+/// Prints the time per traced phase, largest first, as shares of the run's wall time.
+fn print_zone_totals(totals: &BTreeMap<&'static str, ZoneTotal>, wall: f64) {
+    let mut rows: Vec<_> = totals.iter().collect();
+    rows.sort_by(|a, b| b.1.seconds.total_cmp(&a.1.seconds));
+    eprintln!(
+        "{:<16} {:>12} {:>10} {:>7}",
+        "phase", "count", "seconds", "share"
+    );
+    for (name, t) in rows {
+        let share = if wall > 0.0 {
+            100.0 * t.seconds / wall
+        } else {
+            0.0
+        };
+        eprintln!(
+            "{name:<16} {:>12} {:>10.3} {share:>6.1}%",
+            t.count, t.seconds
+        );
+    }
 }
 
 fn thread_pool(threads: Option<usize>) -> Result<rayon::ThreadPool, Failure> {

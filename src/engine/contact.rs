@@ -4,22 +4,28 @@
 //! Pairs are vertex-triangle (VT) and edge-edge (EE) pairs of primitives sharing no vertex,
 //! found by the interim broad phase ([`SweptBoxes`]). Each pair has a *certified layer* `L`: a
 //! separation slab certifies that the pair stays at least `eta(L)` apart, and layers
-//! `1 .. L - 1` are active, each a penalty force event on its own fixed clock.
+//! `1 .. L - 1` are active: the pair is a member of each layer's super-event
+//! ([`LayerEvents`]), which ticks on the layer's fixed clock.
 //!
 //! Certificates decide when to look, never what happens: a slab failure only reads positions
 //! and schedules a layer; only penalty ticks write vertex state.
 
 use glam::DVec3;
 use hashbrown::HashMap;
+use rayon::prelude::*;
 
+use super::layer_events::{LayerEvents, Member};
 use super::RunError;
 use crate::contact::closest::{edge_edge, vertex_triangle};
 use crate::contact::layers::LayerSchedule;
-use crate::contact::penalty::{edge_edge_impulse, vertex_triangle_impulse, PenaltyParams};
+use crate::contact::penalty::{
+    edge_edge_impulse, vertex_triangle_impulse, PairImpulse, PenaltyParams,
+};
 use crate::events::{EventKind, EventQueue, EventTable};
 use crate::ids::EventId;
 use crate::kds::slab::{build_slab, failure_time, holds, Slab};
 use crate::kds::swept_boxes::{PairKey, SweptBoxes};
+use crate::profile::zone;
 use crate::state::VertexState;
 
 /// Layer activation threshold: a failing layer-`l` slab activates layer `l` when the pair is
@@ -31,13 +37,23 @@ const ACTIVATION: f64 = 1.1;
 /// face to face every slab condition fails at once, exactly at `d = eta`.
 const SLAB_MARGIN: f64 = 1.0 + 1e-9;
 
+/// Layer ticks with at least this many members compute their impulses on the thread pool.
+const PARALLEL_TICK: usize = 256;
+
+/// Reschedules of at least this many certificates compute their failure times on the pool.
+const PARALLEL_RESCHEDULE: usize = 512;
+
 /// Contact statistics for `stats.json`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct ContactStats {
     /// Deepest penalty layer ever activated (0: none).
     pub deepest_layer: u32,
-    /// Penalty ticks per layer (index 0 is layer 1).
+    /// Penalty super-events (one tick of one layer) per layer (index 0 is layer 1).
     pub penalty_events_per_layer: Vec<u64>,
+    /// Pair impulses evaluated by those ticks, per layer.
+    pub penalty_pair_ticks_per_layer: Vec<u64>,
+    /// Times a pair entered each layer (for one particle on a floor: its impacts).
+    pub activations_per_layer: Vec<u64>,
     /// Separation-slab failures processed.
     pub slab_events: u64,
     /// Broad-phase window rebuilds.
@@ -63,18 +79,10 @@ struct Pairs {
     slab_time: Vec<f64>,
     /// The slab-failure event.
     cert: Vec<EventId>,
-    /// Active layers' penalty events, index `l - 1`.
-    layers: Vec<Vec<EventId>>,
+    /// Number of active layers: `1..=active` are.
+    active: Vec<u32>,
     /// Whether the slot is in use.
     live: Vec<bool>,
-}
-
-/// A penalty event's pair, layer and tick count.
-#[derive(Clone, Copy, Debug)]
-struct Penalty {
-    pair: u32,
-    layer: u32,
-    tick: u64,
 }
 
 /// Contact state and its events (see the module docs).
@@ -92,11 +100,19 @@ pub(super) struct Contact {
     free_pairs: Vec<u32>,
     index: HashMap<PairKey, u32>,
     supports: Vec<Vec<u32>>,
-    penalties: Vec<Penalty>,
-    free_penalties: Vec<u32>,
+    layer_events: LayerEvents,
     clocks: Vec<f64>,
     stamp: Vec<u32>,
     epoch: u32,
+    /// Per vertex: the layer tick that last collected it (dedupes the kicked vertices).
+    vertex_stamp: Vec<u32>,
+    vertex_epoch: u32,
+    kicked: Vec<u32>,
+    impulses: Vec<PairImpulse<4>>,
+    /// Scratch of `reschedule`: the contingent pairs, their new slabs and queue updates.
+    contingent: Vec<u32>,
+    retimed: Vec<Option<(Slab, f64)>>,
+    updates: Vec<(EventId, f64)>,
     broad_event: EventId,
     found: Vec<PairKey>,
     /// `0..n`, the stencil of whole-mesh events.
@@ -154,11 +170,17 @@ impl Contact {
             free_pairs: Vec::new(),
             index: HashMap::new(),
             supports: vec![Vec::new(); n],
-            penalties: Vec::new(),
-            free_penalties: Vec::new(),
+            layer_events: LayerEvents::default(),
             clocks: Vec::new(),
             stamp: Vec::new(),
             epoch: 0,
+            vertex_stamp: vec![0; n],
+            vertex_epoch: 0,
+            kicked: Vec::new(),
+            impulses: Vec::new(),
+            contingent: Vec::new(),
+            retimed: Vec::new(),
+            updates: Vec::new(),
             broad_event,
             found: Vec::new(),
             all_vertices: (0..n as u32).collect(),
@@ -247,7 +269,7 @@ impl Contact {
                 p.slab.push(None);
                 p.slab_time.push(t);
                 p.cert.push(EventId::INVALID);
-                p.layers.push(Vec::new());
+                p.active.push(0);
                 p.live.push(false);
                 self.stamp.push(0);
                 (p.key.len() - 1) as u32
@@ -258,7 +280,7 @@ impl Contact {
         p.key[i] = key;
         p.verts[i] = verts;
         p.certified[i] = 1;
-        p.layers[i].clear();
+        p.active[i] = 0;
         p.live[i] = true;
         p.cert[i] = events.insert(EventKind::Certificate, id).id;
         self.index.insert(key, id);
@@ -271,7 +293,7 @@ impl Contact {
 
     fn remove_pair(&mut self, id: u32, events: &mut EventTable, queue: &mut EventQueue) {
         let i = id as usize;
-        debug_assert!(self.pairs.layers[i].is_empty());
+        debug_assert_eq!(self.pairs.active[i], 0);
         let cert = self.pairs.cert[i];
         queue.remove(cert);
         let _ = events.remove(events.handle(cert));
@@ -327,19 +349,48 @@ impl Contact {
         }
     }
 
-    /// Re-times the slab of pair `id` for the new velocities at time `t`.
-    fn reschedule(&mut self, id: u32, state: &VertexState, t: f64, queue: &mut EventQueue) {
+    /// Pair `id`'s slab advanced to `t` and its failure time under the velocities at `t`; `None`
+    /// for a pair with no slab. Pure, so that many pairs are re-timed in parallel.
+    fn retime(&self, id: u32, state: &VertexState, t: f64) -> Option<(Slab, f64)> {
         let i = id as usize;
-        self.stats.reschedules += 1;
-        let Some(mut slab) = self.pairs.slab[i] else {
-            return;
-        };
+        let mut slab = self.pairs.slab[i]?;
         slab.point += (t - self.pairs.slab_time[i]) * slab.velocity;
-        self.pairs.slab[i] = Some(slab);
-        self.pairs.slab_time[i] = t;
         let (x, v) = self.kinematics(id, state, t);
-        let dt = failure_time(&slab, &x, &v, self.a_count(id));
-        self.schedule_cert(id, t + dt, queue);
+        Some((slab, t + failure_time(&slab, &x, &v, self.a_count(id))))
+    }
+
+    /// Re-times the slabs of `ids` for the new velocities at `t`: failure times are computed in
+    /// parallel for large batches, then applied to the queue as one batch in `ids` order.
+    fn reschedule(&mut self, ids: &[u32], state: &VertexState, t: f64, queue: &mut EventQueue) {
+        self.stats.reschedules += ids.len() as u64;
+        let mut retimed = std::mem::take(&mut self.retimed);
+        let this = &*self;
+        if ids.len() >= PARALLEL_RESCHEDULE {
+            ids.par_iter()
+                .map(|&id| this.retime(id, state, t))
+                .collect_into_vec(&mut retimed);
+        } else {
+            retimed.clear();
+            retimed.extend(ids.iter().map(|&id| this.retime(id, state, t)));
+        }
+        let mut updates = std::mem::take(&mut self.updates);
+        updates.clear();
+        for (&id, r) in ids.iter().zip(&retimed) {
+            let Some((slab, when)) = *r else {
+                continue;
+            };
+            let i = id as usize;
+            self.pairs.slab[i] = Some(slab);
+            self.pairs.slab_time[i] = t;
+            if when.is_finite() {
+                updates.push((self.pairs.cert[i], when));
+            } else {
+                queue.remove(self.pairs.cert[i]);
+            }
+        }
+        queue.update_batch(&updates);
+        self.retimed = retimed;
+        self.updates = updates;
     }
 
     /// After the velocities of `vertices` changed at `t`: re-sweep their boxes (new pairs get
@@ -352,17 +403,21 @@ impl Contact {
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) {
+        let _zone = zone!("reschedule");
         self.sweep(vertices, state, t, events, queue);
         self.epoch = self.epoch.wrapping_add(1);
+        let mut ids = std::mem::take(&mut self.contingent);
+        ids.clear();
         for &v in vertices {
-            for k in 0..self.supports[v as usize].len() {
-                let id = self.supports[v as usize][k];
+            for &id in &self.supports[v as usize] {
                 if self.stamp[id as usize] != self.epoch {
                     self.stamp[id as usize] = self.epoch;
-                    self.reschedule(id, state, t, queue);
+                    ids.push(id);
                 }
             }
         }
+        self.reschedule(&ids, state, t, queue);
+        self.contingent = ids;
     }
 
     /// Re-sweeps the boxes of `vertices` and adopts the candidate pairs that appear.
@@ -391,14 +446,15 @@ impl Contact {
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) {
+        let _zone = zone!("reschedule_all");
         let all = std::mem::take(&mut self.all_vertices);
         self.sweep(&all, state, t, events, queue);
         self.all_vertices = all;
-        for id in 0..self.pairs.key.len() as u32 {
-            if self.pairs.live[id as usize] {
-                self.reschedule(id, state, t, queue);
-            }
-        }
+        let mut ids = std::mem::take(&mut self.contingent);
+        ids.clear();
+        ids.extend((0..self.pairs.key.len() as u32).filter(|&id| self.pairs.live[id as usize]));
+        self.reschedule(&ids, state, t, queue);
+        self.contingent = ids;
     }
 
     fn rebuild(
@@ -424,13 +480,14 @@ impl Contact {
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) {
+        let _zone = zone!("broad_phase");
         self.stats.broad_phase_events += 1;
         let end = t + self.window;
         self.rebuild(state, t, end, events, queue);
         for id in 0..self.pairs.key.len() as u32 {
             let i = id as usize;
             if self.pairs.live[i]
-                && self.pairs.layers[i].is_empty()
+                && self.pairs.active[i] == 0
                 && !self.boxes.overlaps(self.pairs.key[i])
             {
                 self.remove_pair(id, events, queue);
@@ -448,6 +505,7 @@ impl Contact {
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) -> Result<(), RunError> {
+        let _zone = zone!("slab");
         self.stats.slab_events += 1;
         let i = id as usize;
         let (x, _) = self.kinematics(id, state, t);
@@ -496,7 +554,7 @@ impl Contact {
         self.clocks[l as usize - 1]
     }
 
-    /// Schedules layer `l` of pair `id` at the first multiple of its clock after `t`.
+    /// Makes pair `id` a member of layer `l`, whose next tick is after `t`.
     fn activate(
         &mut self,
         id: u32,
@@ -509,34 +567,22 @@ impl Contact {
         if h.is_nan() || h <= 0.0 || t + h <= t {
             return Err(self.no_progress(id, l, t, h));
         }
-        let mut tick = (t / h).floor() as u64 + 1;
-        while tick as f64 * h <= t {
-            tick += 1;
-        }
-        let penalty = Penalty {
+        let i = id as usize;
+        debug_assert_eq!(self.pairs.active[i] + 1, l);
+        let member = Member {
+            key: self.pairs.key[i],
             pair: id,
-            layer: l,
-            tick,
         };
-        let slot = match self.free_penalties.pop() {
-            Some(s) => {
-                self.penalties[s as usize] = penalty;
-                s
-            }
-            None => {
-                self.penalties.push(penalty);
-                (self.penalties.len() - 1) as u32
-            }
-        };
-        let event = events.insert(EventKind::Penalty, slot).id;
-        queue.push(event, tick as f64 * h);
-        let layers = &mut self.pairs.layers[id as usize];
-        debug_assert_eq!(layers.len() + 1, l as usize);
-        layers.push(event);
+        self.layer_events.join(l, h, member, t, events, queue);
+        self.pairs.active[i] = l;
         self.stats.deepest_layer = self.stats.deepest_layer.max(l);
-        if self.stats.penalty_events_per_layer.len() < l as usize {
-            self.stats.penalty_events_per_layer.resize(l as usize, 0);
+        let stats = &mut self.stats;
+        if stats.penalty_events_per_layer.len() < l as usize {
+            stats.penalty_events_per_layer.resize(l as usize, 0);
+            stats.penalty_pair_ticks_per_layer.resize(l as usize, 0);
+            stats.activations_per_layer.resize(l as usize, 0);
         }
+        stats.activations_per_layer[l as usize - 1] += 1;
         Ok(())
     }
 
@@ -549,64 +595,91 @@ impl Contact {
         }
     }
 
-    /// One tick of a penalty layer: apply its impulses, re-time what they touch, deactivate the
-    /// layer lazily or schedule its next tick.
-    pub(super) fn fire_penalty(
+    /// One tick of penalty layer `l` (a super-event): every member's impulse is computed from
+    /// the state before the tick, then applied in key order; the kicked vertices' certificates
+    /// are re-timed, and members that have left their deepest layer are dropped (lazy
+    /// deactivation) and certified again.
+    pub(super) fn fire_layer(
         &mut self,
-        event: EventId,
+        l: u32,
         state: &mut VertexState,
         t: f64,
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) -> Result<(), RunError> {
-        let slot = events.payload(event);
-        let Penalty { pair, layer, tick } = self.penalties[slot as usize];
-        let i = pair as usize;
-        let h = self.clock(layer);
-        let (x, v) = self.kinematics(pair, state, t);
-        let verts = self.pairs.verts[i];
-        let inv_mass = verts.map(|k| state.inv_mass[k as usize]);
+        let _zone = zone!("penalty");
+        let h = self.clock(l);
         let params = PenaltyParams {
-            eta: self.schedule.eta(layer),
-            r: self.schedule.r(layer),
+            eta: self.schedule.eta(l),
+            r: self.schedule.r(l),
             h,
             cor: self.cor,
             mu: self.mu,
             friction_cap: self.friction_cap,
         };
-        let result = match self.pairs.key[i] {
-            PairKey::VertexTriangle(..) => vertex_triangle_impulse(x, v, inv_mass, &params),
-            PairKey::EdgeEdge(..) => edge_edge_impulse(x, v, inv_mass, &params),
+        let mut members = self.layer_events.take_members(l);
+        let mut impulses = std::mem::take(&mut self.impulses);
+        let pairs = &self.pairs;
+        let frozen: &VertexState = state;
+        let impulse = |m: &Member| {
+            let verts = pairs.verts[m.pair as usize];
+            let x = verts.map(|v| frozen.position_at(v as usize, t));
+            let v = verts.map(|v| frozen.v[v as usize]);
+            let inv_mass = verts.map(|v| frozen.inv_mass[v as usize]);
+            match m.key {
+                PairKey::VertexTriangle(..) => vertex_triangle_impulse(x, v, inv_mass, &params),
+                PairKey::EdgeEdge(..) => edge_edge_impulse(x, v, inv_mass, &params),
+            }
         };
-        self.stats.penalty_events_per_layer[layer as usize - 1] += 1;
-        self.stats.min_distance = self.stats.min_distance.min(result.distance);
-        let mut changed = [0u32; 4];
-        let mut count = 0;
-        for (k, &vert) in verts.iter().enumerate() {
-            let before = state.v[vert as usize];
-            state.apply_impulse(vert as usize, t, result.impulses[k]);
-            if state.v[vert as usize] != before {
-                changed[count] = vert;
-                count += 1;
+        if members.len() >= PARALLEL_TICK {
+            members
+                .par_iter()
+                .map(impulse)
+                .collect_into_vec(&mut impulses);
+        } else {
+            impulses.clear();
+            impulses.extend(members.iter().map(impulse));
+        }
+        self.stats.penalty_events_per_layer[l as usize - 1] += 1;
+        self.stats.penalty_pair_ticks_per_layer[l as usize - 1] += members.len() as u64;
+
+        self.vertex_epoch = self.vertex_epoch.wrapping_add(1);
+        let mut kicked = std::mem::take(&mut self.kicked);
+        kicked.clear();
+        for (m, result) in members.iter().zip(&impulses) {
+            self.stats.min_distance = self.stats.min_distance.min(result.distance);
+            for (k, &vert) in self.pairs.verts[m.pair as usize].iter().enumerate() {
+                let before = state.v[vert as usize];
+                state.apply_impulse(vert as usize, t, result.impulses[k]);
+                if state.v[vert as usize] != before
+                    && self.vertex_stamp[vert as usize] != self.vertex_epoch
+                {
+                    self.vertex_stamp[vert as usize] = self.vertex_epoch;
+                    kicked.push(vert);
+                }
             }
         }
-        if count > 0 {
-            self.after_kick(&changed[..count], state, t, events, queue);
+        if !kicked.is_empty() {
+            self.after_kick(&kicked, state, t, events, queue);
         }
-        let deepest = self.pairs.layers[i].len() as u32 == layer;
-        if deepest && result.distance > params.eta && result.separating {
-            // Lazy deactivation: drop the layer and certify it again.
-            self.pairs.layers[i].pop();
-            queue.remove(event);
-            let _ = events.remove(events.handle(event));
-            self.free_penalties.push(slot);
-            self.pairs.certified[i] = layer;
-            self.certify(pair, state, t, queue);
-        } else {
-            let next = tick + 1;
-            self.penalties[slot as usize].tick = next;
-            queue.push(event, next as f64 * h);
+        self.kicked = kicked;
+
+        let mut kept = 0;
+        for k in 0..members.len() {
+            let (m, result) = (members[k], &impulses[k]);
+            let i = m.pair as usize;
+            if self.pairs.active[i] == l && result.distance > params.eta && result.separating {
+                self.pairs.active[i] = l - 1;
+                self.pairs.certified[i] = l;
+                self.certify(m.pair, state, t, queue);
+            } else {
+                members[kept] = m;
+                kept += 1;
+            }
         }
+        members.truncate(kept);
+        self.layer_events.finish_tick(l, members, queue);
+        self.impulses = impulses;
         Ok(())
     }
 
@@ -614,12 +687,12 @@ impl Contact {
     pub(super) fn energy(&self, positions: &[DVec3]) -> f64 {
         let mut total = 0.0;
         for i in 0..self.pairs.key.len() {
-            if !self.pairs.live[i] || self.pairs.layers[i].is_empty() {
+            if !self.pairs.live[i] || self.pairs.active[i] == 0 {
                 continue;
             }
             let x = self.pairs.verts[i].map(|v| positions[v as usize]);
             let d = pair_distance(self.pairs.key[i], &x);
-            for l in 1..=self.pairs.layers[i].len() as u32 {
+            for l in 1..=self.pairs.active[i] {
                 total += self.schedule.energy(l, d);
             }
         }
@@ -655,7 +728,7 @@ impl Contact {
             }
             let (x, _) = self.kinematics(id, state, t);
             let d = pair_distance(key, &x);
-            let active = self.pairs.layers[i].len() as u32;
+            let active = self.pairs.active[i];
             let needed = self.schedule.layers_containing(d).unwrap_or(0);
             if needed > active {
                 return Err(format!(

@@ -6,6 +6,7 @@
 
 mod build;
 mod contact;
+mod layer_events;
 mod stats;
 
 use std::time::Instant;
@@ -340,6 +341,7 @@ impl Simulation {
         let started = Instant::now();
         let result = self.event_loop(until, sink);
         self.stats.wall_seconds += started.elapsed().as_secs_f64();
+        crate::profile::flush_thread();
         if let Some(c) = &self.contact {
             self.stats.contact = Some(c.stats.clone());
             self.stats.events.contact = c.stats.slab_events
@@ -367,8 +369,11 @@ impl Simulation {
             if t > until {
                 break;
             }
-            let _pop = zone!("pop");
-            self.queue.pop();
+            let _event = zone!("event");
+            {
+                let _pop = zone!("pop");
+                self.queue.pop();
+            }
             self.processed += 1;
             self.time = t;
             self.stats.simulated_seconds = t;
@@ -382,6 +387,7 @@ impl Simulation {
                 }
             }
             if self.audit && !self.pending_global_kick {
+                let _audit = zone!("audit");
                 if let Some(c) = &self.contact {
                     c.audit(&self.state, t, &self.queue)
                         .map_err(|message| RunError::Audit {
@@ -479,7 +485,6 @@ impl Simulation {
     }
 
     fn fire_contact(&mut self, id: EventId, kind: EventKind, t: f64) -> Result<(), RunError> {
-        let _contact = zone!("contact");
         let Some(contact) = &mut self.contact else {
             return Err(RunError::Internal {
                 time: t,
@@ -495,7 +500,7 @@ impl Simulation {
                 contact.fire_broad_phase(&self.state, t, events, queue);
                 Ok(())
             }
-            _ => contact.fire_penalty(id, &mut self.state, t, events, queue),
+            _ => contact.fire_layer(payload, &mut self.state, t, events, queue),
         }
     }
 

@@ -17,7 +17,7 @@ pub enum EventKind {
     Snapshot,
     /// A certificate failure (separation slab, BVH pair, grid cell).
     Certificate,
-    /// A penalty-layer tick (one pair and layer; later a per-layer super-event).
+    /// A penalty-layer super-event: one tick of one layer for every pair with it active.
     Penalty,
     /// The end of a broad-phase window: every swept box is rebuilt.
     BroadPhase,
@@ -86,19 +86,27 @@ impl EventTable {
     /// Reuses the most recently freed slot (LIFO) with its generation bumped by one; otherwise
     /// appends a new slot with generation 0.
     pub fn insert(&mut self, kind: EventKind, payload: u32) -> EventHandle {
+        let Some(slot) = self.free.pop() else {
+            return self.insert_fresh(kind, payload);
+        };
         self.n_live += 1;
-        if let Some(slot) = self.free.pop() {
-            let i = slot as usize;
-            debug_assert!(!self.live[i]);
-            self.generation[i] += 1;
-            self.kind[i] = kind;
-            self.payload[i] = payload;
-            self.live[i] = true;
-            return EventHandle {
-                id: EventId::new(slot),
-                generation: self.generation[i],
-            };
+        let i = slot as usize;
+        debug_assert!(!self.live[i]);
+        self.generation[i] += 1;
+        self.kind[i] = kind;
+        self.payload[i] = payload;
+        self.live[i] = true;
+        EventHandle {
+            id: EventId::new(slot),
+            generation: self.generation[i],
         }
+    }
+
+    /// Adds an event in a new slot, never a reused one, so its id is larger than every id issued
+    /// before. Long-lived events whose same-time order must not depend on history (penalty
+    /// layers: layer `l + 1` always pops after layer `l`) take their ids from here.
+    pub fn insert_fresh(&mut self, kind: EventKind, payload: u32) -> EventHandle {
+        self.n_live += 1;
         let id = EventId::from_usize(self.kind.len());
         self.kind.push(kind);
         self.payload.push(payload);
@@ -241,6 +249,25 @@ mod tests {
         assert_eq!(t.insert(EventKind::Script, 10).id, h[3].id);
         assert_eq!(t.insert(EventKind::Script, 11).id, h[1].id);
         assert_eq!(t.insert(EventKind::Script, 12).id, EventId(4));
+    }
+
+    #[test]
+    fn insert_fresh_never_reuses_a_slot() {
+        let mut t = EventTable::new();
+        let a = t.insert(EventKind::Certificate, 0);
+        let b = t.insert(EventKind::Certificate, 1);
+        t.remove(a).unwrap();
+        let fresh = t.insert_fresh(EventKind::Penalty, 1);
+        assert!(
+            fresh.id > b.id,
+            "a fresh id is larger than every earlier one"
+        );
+        assert_eq!(t.len(), 2);
+        assert_eq!(
+            t.insert(EventKind::Certificate, 2).id,
+            a.id,
+            "the free list is kept"
+        );
     }
 
     #[test]
