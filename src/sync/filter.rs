@@ -88,7 +88,8 @@ pub struct FilterStats {
     pub largest_zone: u64,
     /// Conjugate-gradient iterations of inelastic projections.
     pub projection_iterations: u64,
-    /// Zones that rigid impact zones could not move (two immovable vertices disagree).
+    /// Times (zones times fail-safe rounds) that a rigid impact zone could not be moved because
+    /// two of its immovable vertices move differently.
     pub rigid_disagreements: u64,
     /// Steps the fail-safe could not make collision-free.
     pub unresolved_steps: u64,
