@@ -448,6 +448,15 @@ fn info(args: InfoArgs) -> Result<(), Failure> {
     } else {
         println!("  contact: off");
     }
+    if scene.integrator.method == Method::Sync {
+        let sync = SyncSimulation::new(&scene)
+            .map_err(|e| Failure::BadInput(format!("{}: {e}", scene.name)))?;
+        let s = sync.stats();
+        println!(
+            "  integrator: sync, step {:.3e} s, thickness {} cm, fail-safe {}",
+            s.step, s.thickness, s.failsafe
+        );
+    }
     Ok(())
 }
 
