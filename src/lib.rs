@@ -30,6 +30,7 @@ pub mod output;
 pub mod profile;
 pub mod scene;
 pub mod state;
+pub mod sync;
 #[cfg(test)]
 mod test_rng;
 

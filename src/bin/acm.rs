@@ -11,6 +11,8 @@ use acm::engine::{Frame, FrameSink, RunError};
 use acm::output::{write_stats, EnergyCsv, ObjFrames};
 use acm::profile::ZoneTotal;
 use acm::scene::profile::{self, ProfileError};
+use acm::scene::Method;
+use acm::sync::{SyncError, SyncSimulation};
 use acm::{Scene, Simulation};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -38,6 +40,24 @@ enum Command {
     Info(InfoArgs),
     /// Exact intersection audit of the frames in a directory (exit 3 if any pair intersects).
     Check(CheckArgs),
+    /// Run a profile with ACM and with the synchronous baseline (thesis ch. 3) to the same time
+    /// and print wall time, intersections, energy and momentum drift, minimum distance.
+    Compare(CompareArgs),
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// Profile (TOML).
+    profile: PathBuf,
+    /// Simulated time (s) of both runs (default: the profile's duration).
+    #[arg(long)]
+    until: Option<f64>,
+    /// Override a profile value (repeatable).
+    #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
+    overrides: Vec<String>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 #[derive(Args)]
@@ -119,6 +139,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::Info(args) => info(args),
         Command::Check(args) => check(args),
+        Command::Compare(args) => compare(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -164,8 +185,23 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         (None, None) => scene.duration,
     };
     let pool = thread_pool(args.threads)?;
-    let mut sim = build(&scene)?;
-    sim.set_audit(args.audit);
+    // Build before touching the output directory, so bad input leaves it as it was.
+    let (mut acm_sim, mut sync_sim) = match scene.integrator.method {
+        Method::Acm => (Some(build(&scene)?), None),
+        Method::Sync if args.trace.is_some() => {
+            return Err(Failure::BadInput(
+                "--trace traces ACM's event loop; it is not available with integrator = sync"
+                    .into(),
+            ))
+        }
+        Method::Sync => (
+            None,
+            Some(
+                SyncSimulation::new(&scene)
+                    .map_err(|e| Failure::BadInput(format!("{}: {e}", scene.name)))?,
+            ),
+        ),
+    };
     let io = |e: std::io::Error| Failure::BadInput(format!("{}: {e}", args.out.display()));
     let mut sink = RunSink {
         frames: ObjFrames::create(&args.out).map_err(io)?,
@@ -173,6 +209,42 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         progress: progress_bar(until, scene.frame_interval),
         started: Instant::now(),
     };
+    let stats_path = args.stats.unwrap_or_else(|| args.out.join("stats.json"));
+    let stats_error =
+        |e: std::io::Error| Failure::Internal(format!("{}: {e}", stats_path.display()));
+    if let Some(sim) = &mut sync_sim {
+        let result = pool.install(|| sim.run_until(until, &mut sink));
+        sink.progress.finish_and_clear();
+        let json = serde_json::to_string_pretty(sim.stats())
+            .map_err(|e| Failure::Internal(e.to_string()))?;
+        std::fs::write(&stats_path, json + "\n").map_err(stats_error)?;
+        let s = sim.stats();
+        return match result {
+            Ok(()) => {
+                println!(
+                    "{}: {} frames in {} ({} vertices, {:.3} s simulated, {} synchronous steps of {:.3e} s, {:.2} s wall, {:.2} s in the velocity filter)",
+                    scene.name,
+                    s.run.frames,
+                    args.out.display(),
+                    s.run.model.vertices,
+                    s.run.simulated_seconds,
+                    s.steps,
+                    s.step,
+                    s.run.wall_seconds,
+                    s.filter_seconds
+                );
+                Ok(())
+            }
+            Err(SyncError::Run(e)) => Err(run_failure(e, &scene, &args.out)),
+            Err(e @ SyncError::Unresolved { .. }) => {
+                Err(Failure::BadInput(format!("{}: {e}", scene.name)))
+            }
+        };
+    }
+    let Some(sim) = &mut acm_sim else {
+        return Err(Failure::Internal("no integrator was built".into()));
+    };
+    sim.set_audit(args.audit);
     let trace = match &args.trace {
         Some(path) => {
             let file = std::fs::File::create(path)
@@ -190,9 +262,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::Internal(format!("{}: {e}", path.display())))?;
         print_zone_totals(&totals, sim.stats().wall_seconds);
     }
-    let stats_path = args.stats.unwrap_or_else(|| args.out.join("stats.json"));
-    write_stats(&stats_path, sim.stats())
-        .map_err(|e| Failure::Internal(format!("{}: {e}", stats_path.display())))?;
+    write_stats(&stats_path, sim.stats()).map_err(stats_error)?;
     match result {
         Ok(()) => {
             let s = sim.stats();
@@ -209,17 +279,40 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             );
             Ok(())
         }
-        Err(RunError::Output(e)) => Err(Failure::BadInput(format!("{}: {e}", args.out.display()))),
-        Err(
-            e @ (RunError::Diverged { .. }
-            | RunError::NoProgress { .. }
-            | RunError::TimeResolution { .. }
-            | RunError::KinematicContact { .. }),
-        ) => Err(Failure::BadInput(format!("{}: {e}", scene.name))),
-        Err(e @ (RunError::Internal { .. } | RunError::Audit { .. })) => {
-            Err(Failure::Internal(e.to_string()))
+        Err(e) => Err(run_failure(e, &scene, &args.out)),
+    }
+}
+
+/// The exit class of a run that stopped early.
+fn run_failure(e: RunError, scene: &Scene, out: &Path) -> Failure {
+    match e {
+        RunError::Output(e) => Failure::BadInput(format!("{}: {e}", out.display())),
+        e @ (RunError::Diverged { .. }
+        | RunError::NoProgress { .. }
+        | RunError::TimeResolution { .. }
+        | RunError::KinematicContact { .. }) => Failure::BadInput(format!("{}: {e}", scene.name)),
+        e @ (RunError::Internal { .. } | RunError::Audit { .. }) => {
+            Failure::Internal(e.to_string())
         }
     }
+}
+
+fn compare(args: CompareArgs) -> Result<(), Failure> {
+    let scene = load(Some(&args.profile), &args.overrides)?;
+    let until = match args.until {
+        Some(t) if !(t.is_finite() && t >= 0.0) => {
+            return Err(Failure::BadInput(format!(
+                "--until must be a time >= 0, got {t}"
+            )))
+        }
+        Some(t) => t,
+        None => scene.duration,
+    };
+    let pool = thread_pool(args.threads)?;
+    let rows = pool.install(|| acm::sync::compare::compare(&scene, until));
+    println!("{}: both integrators to t = {until} s", scene.name);
+    print!("{}", acm::sync::compare::table(&rows));
+    Ok(())
 }
 
 /// Prints the time per traced phase, largest first, as shares of the run's wall time.
@@ -355,6 +448,15 @@ fn info(args: InfoArgs) -> Result<(), Failure> {
         );
     } else {
         println!("  contact: off");
+    }
+    if scene.integrator.method == Method::Sync {
+        let sync = SyncSimulation::new(&scene)
+            .map_err(|e| Failure::BadInput(format!("{}: {e}", scene.name)))?;
+        let s = sync.stats();
+        println!(
+            "  integrator: sync, step {:.3e} s, thickness {} cm, fail-safe {}",
+            s.step, s.thickness, s.failsafe
+        );
     }
     Ok(())
 }

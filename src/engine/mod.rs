@@ -192,6 +192,24 @@ pub enum RunError {
     },
 }
 
+/// The parts of a [`Simulation`] that the synchronous baseline ([`crate::sync`]) steps itself
+/// with one fixed step, borrowed together.
+#[derive(Debug)]
+pub(crate) struct Model<'a> {
+    /// Vertex buffers.
+    pub(crate) state: &'a mut VertexState,
+    /// Stretching family.
+    pub(crate) springs: &'a mut SpringFamily,
+    /// Bending family.
+    pub(crate) hinges: &'a mut HingeFamily,
+    /// Air drag.
+    pub(crate) drag: &'a mut Drag,
+    /// Prescribed forces.
+    pub(crate) prescribed: &'a [PrescribedForce],
+    /// Scripted motion.
+    pub(crate) scripts: &'a [ScriptedMotion],
+}
+
 /// A running simulation: the state, the force families, the event queue.
 #[derive(Debug)]
 pub struct Simulation {
@@ -325,6 +343,18 @@ impl Simulation {
     /// Penalty energy of the active layers at `positions`.
     pub fn penalty_energy(&self, positions: &[DVec3]) -> f64 {
         self.contact.as_ref().map_or(0.0, |c| c.energy(positions))
+    }
+
+    /// Mutable access to the model for the synchronous baseline (its event queue is not used).
+    pub(crate) fn model_mut(&mut self) -> Model<'_> {
+        Model {
+            state: &mut self.state,
+            springs: &mut self.springs,
+            hinges: &mut self.hinges,
+            drag: &mut self.drag,
+            prescribed: &self.prescribed,
+            scripts: &self.scripts,
+        }
     }
 
     /// Processes every event up to and including time `until`, handing frames to `sink`.

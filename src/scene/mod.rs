@@ -7,6 +7,7 @@
 
 mod error;
 pub mod profile;
+mod sync;
 mod validate;
 
 use glam::DVec3;
@@ -14,6 +15,7 @@ use glam::DVec3;
 use crate::mesh::TriMesh;
 
 pub use error::SceneError;
+pub use sync::{FailSafe, Method, OnUnresolved, SyncSettings};
 
 /// Elastic material of an object (cgs units).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -140,11 +142,14 @@ pub struct IntegratorSettings {
     /// One clock for every force event, overriding the stable clocks (for tests and comparisons
     /// with synchronous integrators). The user is responsible for its stability.
     pub clock: Option<f64>,
+    /// Which integrator runs the scene: ACM's event loop or the synchronous baseline.
+    pub method: Method,
 }
 
 impl Default for IntegratorSettings {
     fn default() -> Self {
         Self {
+            method: Method::Acm,
             grouping: Grouping::Family,
             safety: 0.5,
             clock: None,
@@ -237,6 +242,8 @@ pub struct Scene {
     pub integrator: IntegratorSettings,
     /// Contact settings.
     pub contact: ContactSettings,
+    /// Parameters of the synchronous baseline (used when `integrator.method` is `Sync`).
+    pub sync: SyncSettings,
 }
 
 impl Default for Scene {
@@ -252,6 +259,7 @@ impl Default for Scene {
             forces: Vec::new(),
             integrator: IntegratorSettings::default(),
             contact: ContactSettings::default(),
+            sync: SyncSettings::default(),
         }
     }
 }

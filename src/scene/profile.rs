@@ -14,8 +14,8 @@ use glam::{DQuat, DVec3, EulerRot};
 use serde::Deserialize;
 
 use super::{
-    ContactSettings, ForceSpec, Grouping, IntegratorSettings, Material, Scene, SceneError,
-    SceneObject, ScriptSpec, VertexSet,
+    ContactSettings, FailSafe, ForceSpec, Grouping, IntegratorSettings, Material, Method,
+    OnUnresolved, Scene, SceneError, SceneObject, ScriptSpec, SyncSettings, VertexSet,
 };
 use crate::mesh::{self, TriMesh};
 
@@ -62,7 +62,14 @@ pub fn parse(
             error(line_of_span(text, e.span()), e.message().to_string())
         })?;
         for o in overrides {
-            apply_override(&mut doc, o).map_err(|m| error(None, format!("--set {o}: {m}")))?;
+            // `integrator=sync` is short for `integrator.method=sync`.
+            let spec = match o.split_once('=') {
+                Some((key, value)) if key.trim() == "integrator" => {
+                    format!("integrator.method={value}")
+                }
+                _ => o.clone(),
+            };
+            apply_override(&mut doc, &spec).map_err(|m| error(None, format!("--set {o}: {m}")))?;
         }
         doc.to_string()
     };
@@ -216,6 +223,8 @@ struct ProfileFile {
     forces: Vec<ForceTable>,
     #[serde(default)]
     contact: ContactTable,
+    #[serde(default)]
+    sync: SyncTable,
 }
 
 #[derive(Deserialize)]
@@ -235,9 +244,44 @@ fn default_gravity() -> [f64; 3] {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct IntegratorTable {
+    method: Option<MethodName>,
     grouping: Option<GroupingName>,
     safety: Option<f64>,
     clock: Option<f64>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum MethodName {
+    Acm,
+    Sync,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct SyncTable {
+    step: Option<f64>,
+    thickness: Option<f64>,
+    stiffness: Option<f64>,
+    friction: Option<f64>,
+    max_ccd_iterations: Option<u32>,
+    max_failsafe_iterations: Option<u32>,
+    failsafe: Option<FailSafeName>,
+    on_unresolved: Option<OnUnresolvedName>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum FailSafeName {
+    ImpactZones,
+    InelasticProjection,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum OnUnresolvedName {
+    Stop,
+    Continue,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -412,12 +456,36 @@ impl ProfileFile {
     fn into_scene(self, base: &Path) -> Result<Scene, SceneError> {
         let defaults = Scene::default();
         let integrator = IntegratorSettings {
+            method: match self.integrator.method {
+                Some(MethodName::Sync) => Method::Sync,
+                Some(MethodName::Acm) | None => Method::Acm,
+            },
             grouping: match self.integrator.grouping {
                 Some(GroupingName::Element) => Grouping::Element,
                 Some(GroupingName::Family) | None => Grouping::Family,
             },
             safety: self.integrator.safety.unwrap_or(defaults.integrator.safety),
             clock: self.integrator.clock,
+        };
+        let d = SyncSettings::default();
+        let t = &self.sync;
+        let sync = SyncSettings {
+            step: t.step,
+            thickness: t.thickness,
+            stiffness: t.stiffness,
+            friction: t.friction,
+            max_ccd_iterations: t.max_ccd_iterations.unwrap_or(d.max_ccd_iterations),
+            max_failsafe_iterations: t
+                .max_failsafe_iterations
+                .unwrap_or(d.max_failsafe_iterations),
+            failsafe: match t.failsafe {
+                Some(FailSafeName::InelasticProjection) => FailSafe::InelasticProjection,
+                Some(FailSafeName::ImpactZones) | None => FailSafe::ImpactZones,
+            },
+            on_unresolved: match t.on_unresolved {
+                Some(OnUnresolvedName::Continue) => OnUnresolved::Continue,
+                Some(OnUnresolvedName::Stop) | None => OnUnresolved::Stop,
+            },
         };
         let c = ContactSettings::default();
         let contact = ContactSettings {
@@ -445,6 +513,7 @@ impl ProfileFile {
             objects,
             integrator,
             contact,
+            sync,
             ..defaults
         };
         for (i, f) in self.fixed.iter().enumerate() {

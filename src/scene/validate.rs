@@ -55,6 +55,7 @@ pub(super) fn scene(s: &Scene) -> Result {
     if let Some(clock) = &integ.clock {
         positive(clock, "integrator.clock")?;
     }
+    sync(&s.sync)?;
     let c = &s.contact;
     positive(&c.eta1, "contact.eta1")?;
     positive(&c.r1, "contact.r1")?;
@@ -76,6 +77,28 @@ pub(super) fn scene(s: &Scene) -> Result {
         return Err(SceneError::new(
             "contact.safety",
             format!("must be in (0, 1], got {}", c.safety),
+        ));
+    }
+    Ok(())
+}
+
+fn sync(s: &super::SyncSettings) -> Result {
+    for (value, path) in [
+        (s.step, "sync.step"),
+        (s.thickness, "sync.thickness"),
+        (s.stiffness, "sync.stiffness"),
+    ] {
+        if let Some(x) = &value {
+            positive(x, path)?;
+        }
+    }
+    if let Some(mu) = &s.friction {
+        non_negative(mu, "sync.friction")?;
+    }
+    if s.max_failsafe_iterations == 0 {
+        return Err(SceneError::new(
+            "sync.max_failsafe_iterations",
+            "must be at least 1: the fail-safe is what makes a step collision-free",
         ));
     }
     Ok(())

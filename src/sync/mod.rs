@@ -1,0 +1,303 @@
+//! The synchronous baseline (thesis ch. 3): one fixed step for every force, then the velocity
+//! filter of Bridson, Fedkiw and Anderson (2002) with a fail-safe (rigid impact zones or
+//! inelastic projection), on the same elastic model and scene as ACM, for side-by-side
+//! comparison.
+//!
+//! A step from `t_n` to `t_n + h` (thesis Alg. 1) is symplectic Euler: every elastic element,
+//! gravity, drag and prescribed force kicks the velocities with its impulse over `h` at the
+//! positions of `t_n` (the same kernels as ACM, i.e. ACM with every clock equal to `h`);
+//! scripted vertices get the average velocity of their script over the step (so their
+//! positions at step ends are exact); the filter ([`filter`]) makes the linear motion over the
+//! step collision-free; then every vertex drifts. Frames are written at step ends: the step is
+//! the largest that divides the frame interval and is at most the requested one.
+//!
+//! Unlike ACM the method has no guarantee: the fail-safe can fail (two immovable objects in one
+//! rigid impact zone, or a projection that does not converge). Such a step is reported, and
+//! either stops the run before it is taken or is taken and counted (`sync.on_unresolved`).
+
+mod broad;
+pub mod ccd;
+pub mod compare;
+pub mod constraint;
+pub mod filter;
+pub mod primitives;
+pub mod projection;
+pub mod zones;
+
+use std::time::Instant;
+
+use glam::DVec3;
+use serde::Serialize;
+
+use crate::engine::{Frame, FrameSink, RunError, Simulation, Stats};
+use crate::forces::external::{gravity_tick, ScriptedMotion};
+use crate::scene::{FailSafe, OnUnresolved, Scene, SceneError};
+use filter::{Filter, FilterParams, FilterStats};
+
+/// Why a synchronous run stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// The same failures as an ACM run (divergence, output).
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// The fail-safe could not make a step collision-free (`sync.on_unresolved = "stop"`).
+    #[error(
+        "the synchronous method failed at t = {time} s: {collisions} collision(s) remain in the \
+         step, starting with {first}; {reason}. The step was not taken, so no frame intersects. \
+         A smaller sync.step, a larger sync.thickness or sync.failsafe = \"inelastic_projection\" \
+         may get further; sync.on_unresolved = \"continue\" takes the step anyway"
+    )]
+    Unresolved {
+        /// Start of the step.
+        time: f64,
+        /// Collisions left.
+        collisions: usize,
+        /// The first of them, described.
+        first: String,
+        /// Why the fail-safe gave up.
+        reason: String,
+    },
+}
+
+/// What a synchronous run did; written as `stats.json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SyncStats {
+    /// `"sync"`.
+    pub integrator: &'static str,
+    /// The step `h` used (s).
+    pub step: f64,
+    /// Steps taken.
+    pub steps: u64,
+    /// Proximity thickness (cm).
+    pub thickness: f64,
+    /// The fail-safe, as named in profiles.
+    pub failsafe: &'static str,
+    /// Wall-clock time spent in the velocity filter (s), part of `wall_seconds`.
+    pub filter_seconds: f64,
+    /// Filter counters.
+    pub filter: FilterStats,
+    /// The common statistics (model size, wall and simulated time, frames, threads); event
+    /// counts stay zero.
+    #[serde(flatten)]
+    pub run: Stats,
+}
+
+/// A scene run by the synchronous integrator.
+#[derive(Debug)]
+pub struct SyncSimulation {
+    /// The model (state, elastic families, external forces) and what frame sinks read; its own
+    /// event loop is never run, and its contact subsystem is off.
+    sim: Simulation,
+    filter: Filter,
+    gravity: DVec3,
+    frame_interval: f64,
+    steps_per_frame: u64,
+    step: f64,
+    steps: u64,
+    next_frame: u64,
+    /// Per scripted vertex: its index, script and position at time 0.
+    script_origin: Vec<(u32, usize, DVec3)>,
+    on_unresolved: OnUnresolved,
+    stats: SyncStats,
+}
+
+impl SyncSimulation {
+    /// Builds the synchronous simulation of `scene` (validated first). The scene's contact
+    /// settings supply the defaults of the `sync` parameters (thickness from `eta1`,
+    /// stiffness from `r1`, friction).
+    pub fn new(scene: &Scene) -> Result<Self, SceneError> {
+        let mut model = scene.clone();
+        model.contact.enabled = false;
+        let mut sim = Simulation::new(&model)?;
+        let s = scene.sync;
+        let requested = s.step.unwrap_or(sim.stats().clocks.external);
+        let steps_per_frame = (scene.frame_interval / requested).ceil().max(1.0);
+        if steps_per_frame > 1e9 {
+            return Err(SceneError::new(
+                "sync.step",
+                format!(
+                    "{requested} s is more than 10^9 steps per frame interval; use a larger step"
+                ),
+            ));
+        }
+        let step = scene.frame_interval / steps_per_frame;
+        let params = FilterParams {
+            step,
+            thickness: s.thickness.unwrap_or(scene.contact.eta1),
+            stiffness: s.stiffness.unwrap_or(scene.contact.r1),
+            friction: s.friction.unwrap_or(scene.contact.friction),
+            max_ccd_iterations: s.max_ccd_iterations,
+            max_failsafe_iterations: s.max_failsafe_iterations,
+            failsafe: s.failsafe,
+        };
+        let model = sim.model_mut();
+        let script_origin = model
+            .scripts
+            .iter()
+            .enumerate()
+            .flat_map(|(k, script)| script.vertices.iter().map(move |&v| (v, k)))
+            .map(|(v, k)| (v, k, model.state.x[v as usize]))
+            .collect();
+        let filter = Filter::new(sim.triangles(), sim.state().len(), params);
+        let stats = SyncStats {
+            integrator: "sync",
+            step,
+            thickness: params.thickness,
+            failsafe: match params.failsafe {
+                FailSafe::ImpactZones => "impact_zones",
+                FailSafe::InelasticProjection => "inelastic_projection",
+            },
+            run: sim.stats().clone(),
+            ..SyncStats::default()
+        };
+        Ok(Self {
+            sim,
+            filter,
+            gravity: scene.gravity,
+            frame_interval: scene.frame_interval,
+            steps_per_frame: steps_per_frame as u64,
+            step,
+            steps: 0,
+            next_frame: 0,
+            script_origin,
+            on_unresolved: s.on_unresolved,
+            stats,
+        })
+    }
+
+    /// The model, as frame sinks see it.
+    pub fn simulation(&self) -> &Simulation {
+        &self.sim
+    }
+
+    /// The step `h` (s).
+    pub fn step(&self) -> f64 {
+        self.step
+    }
+
+    /// The current simulated time: the end of the last step taken.
+    pub fn time(&self) -> f64 {
+        self.time_of(self.steps)
+    }
+
+    /// Statistics so far.
+    pub fn stats(&self) -> &SyncStats {
+        &self.stats
+    }
+
+    /// The start time of step `n` (frame times are exact multiples of the frame interval).
+    fn time_of(&self, n: u64) -> f64 {
+        let frames = n / self.steps_per_frame;
+        frames as f64 * self.frame_interval + (n % self.steps_per_frame) as f64 * self.step
+    }
+
+    /// Takes steps while their end is at most `until`, handing frames (at step ends that are
+    /// frame times, and at time 0) to `sink`.
+    pub fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), SyncError> {
+        let started = Instant::now();
+        let result = self.step_loop(until, sink);
+        let now = self.time_of(self.steps);
+        let run = &mut self.stats.run;
+        run.wall_seconds += started.elapsed().as_secs_f64();
+        run.simulated_seconds = now;
+        run.threads = rayon::current_num_threads();
+        result
+    }
+
+    fn step_loop(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), SyncError> {
+        let slack = 1e-9 * self.step;
+        loop {
+            if self.steps % self.steps_per_frame == 0
+                && self.steps / self.steps_per_frame == self.next_frame
+                && self.time_of(self.steps) <= until + slack
+            {
+                self.write_frame(sink)?;
+            }
+            if self.time_of(self.steps + 1) > until + slack {
+                return Ok(());
+            }
+            self.take_step()?;
+        }
+    }
+
+    fn write_frame(&mut self, sink: &mut dyn FrameSink) -> Result<(), SyncError> {
+        let time = self.time_of(self.steps);
+        let positions = &self.sim.state().x;
+        if let Some(vertex) = positions.iter().position(|p| !p.is_finite()) {
+            return Err(RunError::Diverged { time, vertex }.into());
+        }
+        let frame = Frame {
+            index: self.next_frame,
+            time,
+            positions,
+            simulation: &self.sim,
+        };
+        sink.frame(&frame)?;
+        self.next_frame += 1;
+        self.stats.run.frames += 1;
+        Ok(())
+    }
+
+    /// One step: kick, script, filter, drift.
+    fn take_step(&mut self) -> Result<(), SyncError> {
+        let (t, t_next) = (self.time_of(self.steps), self.time_of(self.steps + 1));
+        let h = self.step;
+        let model = self.sim.model_mut();
+        let state = model.state;
+        let positions = state.x.clone();
+        model.springs.tick_all(t, h, &positions, state);
+        model.hinges.tick_all(t, h, &positions, state);
+        gravity_tick(state, self.gravity, t, h);
+        if !model.drag.is_empty() {
+            model.drag.tick(state, t);
+        }
+        for f in model.prescribed {
+            f.tick(state, t, h);
+        }
+        for &(v, k, origin) in &self.script_origin {
+            let script = &model.scripts[k];
+            let (a, b) = (displacement(script, t), displacement(script, t_next));
+            state.x[v as usize] = origin + a;
+            state.v[v as usize] = (b - a) / h;
+        }
+        let filter_started = Instant::now();
+        let result = self.filter.apply(
+            &state.x,
+            &mut state.v,
+            &state.mass,
+            &state.inv_mass,
+            &mut self.stats.filter,
+        );
+        self.stats.filter_seconds += filter_started.elapsed().as_secs_f64();
+        if let Err(u) = result {
+            if self.on_unresolved == OnUnresolved::Stop {
+                return Err(SyncError::Unresolved {
+                    time: t,
+                    collisions: u.collisions,
+                    first: format!("{:?} {:?}", u.first.kind, u.first.verts),
+                    reason: u.reason,
+                });
+            }
+        }
+        for ((x, ti), v) in state.x.iter_mut().zip(&mut state.t).zip(&state.v) {
+            *x += h * *v;
+            *ti = t_next;
+        }
+        self.steps += 1;
+        self.stats.steps = self.steps;
+        Ok(())
+    }
+}
+
+/// How far a script has moved its vertices by time `t` (they stand still before the first key).
+fn displacement(script: &ScriptedMotion, t: f64) -> DVec3 {
+    let mut d = DVec3::ZERO;
+    for (k, &(start, velocity)) in script.keys.iter().enumerate() {
+        if t <= start {
+            break;
+        }
+        let end = script.keys.get(k + 1).map_or(t, |&(next, _)| next.min(t));
+        d += (end - start) * velocity;
+    }
+    d
+}
