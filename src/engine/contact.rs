@@ -14,6 +14,7 @@ use glam::DVec3;
 use hashbrown::HashMap;
 use rayon::prelude::*;
 
+use super::contingency::Contingency;
 use super::layer_events::{LayerEvents, Member};
 use super::RunError;
 use crate::contact::closest::{edge_edge, vertex_triangle};
@@ -99,11 +100,9 @@ pub(super) struct Contact {
     pairs: Pairs,
     free_pairs: Vec<u32>,
     index: HashMap<PairKey, u32>,
-    supports: Vec<Vec<u32>>,
+    contingency: Contingency,
     layer_events: LayerEvents,
     clocks: Vec<f64>,
-    stamp: Vec<u32>,
-    epoch: u32,
     /// Per vertex: the layer tick that last collected it (dedupes the kicked vertices).
     vertex_stamp: Vec<u32>,
     vertex_epoch: u32,
@@ -173,11 +172,9 @@ impl Contact {
             pairs: Pairs::default(),
             free_pairs: Vec::new(),
             index: HashMap::new(),
-            supports: vec![Vec::new(); n],
+            contingency: Contingency::new(n),
             layer_events: LayerEvents::default(),
             clocks: Vec::new(),
-            stamp: Vec::new(),
-            epoch: 0,
             vertex_stamp: vec![0; n],
             vertex_epoch: 0,
             kicked: Vec::new(),
@@ -277,7 +274,6 @@ impl Contact {
                 p.cert.push(EventId::INVALID);
                 p.active.push(0);
                 p.live.push(false);
-                self.stamp.push(0);
                 (p.key.len() - 1) as u32
             }
         };
@@ -290,9 +286,7 @@ impl Contact {
         p.live[i] = true;
         p.cert[i] = events.insert(EventKind::Certificate, id).id;
         self.index.insert(key, id);
-        for v in verts {
-            self.supports[v as usize].push(id);
-        }
+        self.contingency.add(id, &verts);
         self.stats.certificates_peak = self.stats.certificates_peak.max(self.index.len());
         self.certify(id, state, t, queue);
     }
@@ -304,12 +298,7 @@ impl Contact {
         queue.remove(cert);
         let _ = events.remove(events.handle(cert));
         self.index.remove(&self.pairs.key[i]);
-        for v in self.pairs.verts[i] {
-            let list = &mut self.supports[v as usize];
-            if let Some(k) = list.iter().position(|&p| p == id) {
-                list.swap_remove(k);
-            }
-        }
+        self.contingency.remove(id, &self.pairs.verts[i]);
         self.pairs.live[i] = false;
         self.pairs.slab[i] = None;
         self.free_pairs.push(id);
@@ -429,17 +418,8 @@ impl Contact {
         let _zone = zone!("reschedule");
         self.audit_boxes(state, t);
         self.sweep(vertices, state, t, events, queue);
-        self.epoch = self.epoch.wrapping_add(1);
         let mut ids = std::mem::take(&mut self.contingent);
-        ids.clear();
-        for &v in vertices {
-            for &id in &self.supports[v as usize] {
-                if self.stamp[id as usize] != self.epoch {
-                    self.stamp[id as usize] = self.epoch;
-                    ids.push(id);
-                }
-            }
-        }
+        self.contingency.contingent(vertices, &mut ids);
         self.reschedule(&ids, state, t, queue);
         self.contingent = ids;
     }
@@ -686,6 +666,10 @@ impl Contact {
         self.stats.penalty_pair_ticks_per_layer[l as usize - 1] += members.len() as u64;
 
         self.vertex_epoch = self.vertex_epoch.wrapping_add(1);
+        if self.vertex_epoch == 0 {
+            self.vertex_stamp.fill(0);
+            self.vertex_epoch = 1;
+        }
         let mut kicked = std::mem::take(&mut self.kicked);
         kicked.clear();
         for (m, result) in members.iter().zip(&impulses) {

@@ -6,6 +6,7 @@
 
 mod build;
 mod contact;
+mod contingency;
 mod layer_events;
 mod stats;
 

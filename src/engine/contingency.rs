@@ -1,0 +1,196 @@
+//! The contingency graph (thesis Alg. 7, CACM Fig. 7): each vertex lists the certificates its
+//! trajectory supports, so a velocity change re-times exactly the certificates that depend on it.
+//!
+//! Collecting the contingent certificates of a kick marks each one with the kick's epoch through
+//! an atomic swap, lock-free: large kicks mark from many threads at once, and whichever thread
+//! swaps first owns the certificate, so each is collected exactly once (model-checked with loom:
+//! `RUSTFLAGS="--cfg loom" cargo test --release --lib contingency`).
+
+use rayon::prelude::*;
+
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicU32, Ordering};
+#[cfg(not(loom))]
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Kicks of at least this many vertices mark their certificates on the thread pool.
+const PARALLEL_MARK: usize = 1024;
+
+/// Marks certificate `id` for `epoch`; true for exactly one of any number of concurrent calls
+/// with the same arguments (the first swap).
+#[inline]
+fn mark(stamps: &[AtomicU32], id: u32, epoch: u32) -> bool {
+    stamps[id as usize].swap(epoch, Ordering::Relaxed) != epoch
+}
+
+/// Vertex -> supported certificates, plus the epoch stamps that deduplicate a kick's set.
+#[derive(Debug, Default)]
+pub(super) struct Contingency {
+    supports: Vec<Vec<u32>>,
+    stamps: Vec<AtomicU32>,
+    epoch: u32,
+}
+
+impl Contingency {
+    /// A graph over `vertices` vertices with no certificates.
+    pub(super) fn new(vertices: usize) -> Self {
+        Self {
+            supports: vec![Vec::new(); vertices],
+            stamps: Vec::new(),
+            epoch: 0,
+        }
+    }
+
+    /// Records that certificate `id` depends on the trajectories of `verts`.
+    pub(super) fn add(&mut self, id: u32, verts: &[u32]) {
+        while self.stamps.len() <= id as usize {
+            self.stamps.push(AtomicU32::new(0));
+        }
+        for &v in verts {
+            self.supports[v as usize].push(id);
+        }
+    }
+
+    /// Forgets certificate `id` (it depended on `verts`).
+    pub(super) fn remove(&mut self, id: u32, verts: &[u32]) {
+        for &v in verts {
+            let list = &mut self.supports[v as usize];
+            if let Some(k) = list.iter().position(|&p| p == id) {
+                list.swap_remove(k);
+            }
+        }
+    }
+
+    /// Replaces `out` with every certificate supported by `vertices`, each once, in increasing
+    /// id order.
+    pub(super) fn contingent(&mut self, vertices: &[u32], out: &mut Vec<u32>) {
+        self.next_epoch();
+        out.clear();
+        let (supports, stamps, epoch) = (&self.supports, &self.stamps[..], self.epoch);
+        let collect = |chunk: &[u32], local: &mut Vec<u32>| {
+            for &v in chunk {
+                local.extend(
+                    supports[v as usize]
+                        .iter()
+                        .copied()
+                        .filter(|&id| mark(stamps, id, epoch)),
+                );
+            }
+        };
+        if vertices.len() >= PARALLEL_MARK {
+            let parts: Vec<Vec<u32>> = vertices
+                .par_chunks(PARALLEL_MARK / 4)
+                .map(|chunk| {
+                    let mut local = Vec::new();
+                    collect(chunk, &mut local);
+                    local
+                })
+                .collect();
+            out.extend(parts.into_iter().flatten());
+        } else {
+            collect(vertices, out);
+        }
+        // Which thread claims a shared certificate varies; the order must not.
+        out.sort_unstable();
+    }
+
+    /// Starts a new epoch; on wrap-around every stamp is cleared, so an old stamp can never
+    /// equal a new epoch.
+    fn next_epoch(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            for s in &self.stamps {
+                s.store(0, Ordering::Relaxed);
+            }
+            self.epoch = 1;
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kick_collects_each_supported_certificate_once_in_id_order() {
+        let mut g = Contingency::new(4);
+        g.add(7, &[0, 1, 2, 3]);
+        g.add(2, &[1, 2]);
+        g.add(5, &[3]);
+        let mut out = Vec::new();
+        g.contingent(&[1, 2, 3], &mut out);
+        assert_eq!(out, vec![2, 5, 7]);
+        g.remove(7, &[0, 1, 2, 3]);
+        g.contingent(&[0, 1], &mut out);
+        assert_eq!(out, vec![2], "a new epoch, without the removed certificate");
+    }
+
+    #[test]
+    fn parallel_marking_matches_serial_marking() {
+        let n = 3 * PARALLEL_MARK;
+        let mut g = Contingency::new(n);
+        for id in 0..(2 * n) as u32 {
+            let v = id % n as u32;
+            g.add(id, &[v, (v * 7 + 3) % n as u32, (v * 13 + 5) % n as u32]);
+        }
+        let all: Vec<u32> = (0..n as u32).collect();
+        let mut parallel = Vec::new();
+        g.contingent(&all, &mut parallel);
+        let mut serial = Vec::new();
+        for chunk in all.chunks(PARALLEL_MARK - 1) {
+            let mut part = Vec::new();
+            g.contingent(chunk, &mut part);
+            serial.extend(part);
+        }
+        serial.sort_unstable();
+        serial.dedup();
+        assert_eq!(parallel, serial);
+        assert_eq!(parallel.len(), 2 * n);
+    }
+
+    #[test]
+    fn epoch_wrap_around_clears_old_stamps() {
+        let mut g = Contingency::new(1);
+        g.add(0, &[0]);
+        g.epoch = u32::MAX - 1;
+        let mut out = Vec::new();
+        g.contingent(&[0], &mut out); // stamps certificate 0 with u32::MAX
+        assert_eq!(out, vec![0]);
+        g.contingent(&[0], &mut out); // wraps to 0, clears, uses 1
+        assert_eq!(out, vec![0]);
+        assert_eq!(g.epoch, 1);
+        g.contingent(&[0], &mut out);
+        assert_eq!(out, vec![0]);
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::Arc;
+
+    #[test]
+    fn concurrent_marks_claim_each_certificate_exactly_once() {
+        loom::model(|| {
+            let stamps: Arc<Vec<AtomicU32>> = Arc::new((0..3).map(|_| AtomicU32::new(0)).collect());
+            let ids = [[0u32, 1], [1, 2]];
+            let handles: Vec<_> = ids
+                .iter()
+                .map(|&mine| {
+                    let stamps = Arc::clone(&stamps);
+                    loom::thread::spawn(move || {
+                        mine.into_iter()
+                            .filter(|&id| mark(&stamps, id, 1))
+                            .collect::<Vec<u32>>()
+                    })
+                })
+                .collect();
+            let mut claimed: Vec<u32> = handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect();
+            claimed.sort_unstable();
+            assert_eq!(claimed, vec![0, 1, 2]);
+        });
+    }
+}
