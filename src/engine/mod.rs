@@ -74,6 +74,18 @@ impl ForceEvent {
     }
 }
 
+/// One processed event, as [`Simulation::step`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Processed {
+    /// Its time (s).
+    pub time: f64,
+    /// What it was.
+    pub kind: EventKind,
+    /// Its subsystem's index: the force for `Force`, the pair for `Certificate`, the layer for
+    /// `Penalty`, the script for `Script`.
+    pub payload: u32,
+}
+
 /// A frame handed to a [`FrameSink`]: positions of every vertex at the frame time.
 #[derive(Debug)]
 pub struct Frame<'a> {
@@ -364,6 +376,22 @@ impl Simulation {
         let result = self.event_loop(until, sink);
         self.stats.wall_seconds += started.elapsed().as_secs_f64();
         crate::profile::flush_thread();
+        self.refresh_stats();
+        result
+    }
+
+    /// Processes the next event, whatever its time, and says what it was; `None` when the queue
+    /// is empty. For tools that watch the loop event by event (`examples/walkthrough.rs`); a
+    /// run is the same sequence of steps as [`Self::run_until`] takes.
+    pub fn step(&mut self, sink: &mut dyn FrameSink) -> Result<Option<Processed>, RunError> {
+        let started = Instant::now();
+        let result = self.process_next(f64::INFINITY, sink);
+        self.stats.wall_seconds += started.elapsed().as_secs_f64();
+        self.refresh_stats();
+        result
+    }
+
+    fn refresh_stats(&mut self) {
         if let Some(c) = &self.contact {
             self.stats.contact = Some(c.stats.clone());
             self.stats.events.contact = c.stats.slab_events
@@ -377,47 +405,10 @@ impl Simulation {
             0.0
         };
         self.stats.threads = rayon::current_num_threads();
-        result
     }
 
     fn event_loop(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), RunError> {
-        while let Some((id, t)) = self.queue.peek() {
-            if self.pending_global_kick
-                && (t > self.time || self.events.kind(id) != EventKind::Force)
-            {
-                self.flush_global_kick();
-                continue;
-            }
-            if t > until {
-                break;
-            }
-            let _event = zone!("event");
-            {
-                let _pop = zone!("pop");
-                self.queue.pop();
-            }
-            self.processed += 1;
-            self.time = t;
-            self.stats.simulated_seconds = t;
-            let kind = self.events.kind(id);
-            match kind {
-                EventKind::Force => self.fire_force(id, t),
-                EventKind::Script => self.fire_script(id),
-                EventKind::Snapshot => self.fire_snapshot(id, t, sink)?,
-                EventKind::Certificate | EventKind::Penalty | EventKind::BroadPhase => {
-                    self.fire_contact(id, kind, t)?
-                }
-            }
-            if self.audit {
-                if let Some(message) = self.contact.as_mut().and_then(|c| c.take_breach()) {
-                    return Err(RunError::Audit {
-                        time: t,
-                        at: format!("after event {} ({kind:?})", id.0),
-                        message,
-                    });
-                }
-            }
-        }
+        while self.process_next(until, sink)?.is_some() {}
         if self.pending_global_kick {
             self.flush_global_kick();
         }
@@ -439,6 +430,61 @@ impl Simulation {
             self.stats.simulated_seconds = self.time;
         }
         Ok(())
+    }
+
+    /// Processes the next event if it is due by `until`.
+    fn process_next(
+        &mut self,
+        until: f64,
+        sink: &mut dyn FrameSink,
+    ) -> Result<Option<Processed>, RunError> {
+        while let Some((id, t)) = self.queue.peek() {
+            if self.pending_global_kick
+                && (t > self.time || self.events.kind(id) != EventKind::Force)
+            {
+                self.flush_global_kick();
+                continue;
+            }
+            if t > until {
+                return Ok(None);
+            }
+            let _event = zone!("event");
+            {
+                let _pop = zone!("pop");
+                self.queue.pop();
+            }
+            self.processed += 1;
+            self.time = t;
+            self.stats.simulated_seconds = t;
+            let kind = self.events.kind(id);
+            let payload = self.events.payload(id);
+            match kind {
+                EventKind::Force => self.fire_force(id, t),
+                EventKind::Script => self.fire_script(id),
+                EventKind::Snapshot => self.fire_snapshot(id, t, sink)?,
+                EventKind::Certificate | EventKind::Penalty | EventKind::BroadPhase => {
+                    self.fire_contact(id, kind, t)?
+                }
+            }
+            if self.audit {
+                if let Some(message) = self.contact.as_mut().and_then(|c| c.take_breach()) {
+                    return Err(RunError::Audit {
+                        time: t,
+                        at: format!("after event {} ({kind:?})", id.0),
+                        message,
+                    });
+                }
+            }
+            return Ok(Some(Processed {
+                time: t,
+                kind,
+                payload,
+            }));
+        }
+        if self.pending_global_kick {
+            self.flush_global_kick();
+        }
+        Ok(None)
     }
 
     fn fire_force(&mut self, id: EventId, t: f64) {
