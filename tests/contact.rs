@@ -412,3 +412,22 @@ fn scripted_object_driven_into_a_fixed_one_stops_before_intersecting() {
     );
     assert!(written < 26);
 }
+
+#[test]
+fn stepping_event_by_event_is_the_same_run() {
+    let scene = profile::load(&profiles_dir().join("particle_floor.toml"), &[]).unwrap();
+    let mut whole = Simulation::new(&scene).unwrap();
+    whole.run_until(0.1, &mut NoFrames).unwrap();
+    let mut stepped = Simulation::new(&scene).unwrap();
+    let mut kinds = std::collections::HashSet::new();
+    while stepped.events_processed() < whole.events_processed() {
+        let event = stepped.step(&mut NoFrames).unwrap().expect("events remain");
+        assert!(event.time <= 0.1);
+        kinds.insert(format!("{:?}", event.kind));
+    }
+    assert!(kinds.contains("Penalty") && kinds.contains("Certificate"), "{kinds:?}");
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    whole.positions_at(0.1, &mut a);
+    stepped.positions_at(0.1, &mut b);
+    assert_eq!(a, b);
+}
