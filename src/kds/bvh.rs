@@ -131,9 +131,26 @@ impl<V: Volume> Bvh<V> {
         V::fit(&p0, &p1, t, t_end, pad)
     }
 
+    /// The volume of internal node `n` from its children's, grown by `grow`.
+    #[inline]
+    fn merged(&self, n: u32, t: f64, t_end: f64, grow: f64) -> V {
+        let [a, b] = self.child[n as usize];
+        self.vol[a as usize]
+            .union(&self.vol[b as usize], t, t_end)
+            .inflate(grow)
+    }
+
     /// Refits every volume on `[t, t_end]`: the leaves in parallel, then the internal nodes in
-    /// one bottom-up sweep. The result does not depend on the number of threads.
-    pub fn refit_all(&mut self, leaves: &Leaves, refs: &References, t: f64, t_end: f64, pad: f64) {
+    /// one bottom-up sweep, each grown by `grow` (see [`refit_leaf`](Self::refit_leaf)). The
+    /// result does not depend on the number of threads.
+    pub fn refit_all(
+        &mut self,
+        leaves: &Leaves,
+        refs: &References,
+        (t, t_end): (f64, f64),
+        pad: f64,
+        grow: f64,
+    ) {
         let fitted: Vec<V> = (0..leaves.len() as u32)
             .into_par_iter()
             .with_min_len(PAR_MIN_LEN)
@@ -143,22 +160,23 @@ impl<V: Volume> Bvh<V> {
             self.vol[self.leaf_node[l] as usize] = v;
         }
         for n in (0..self.child.len()).rev() {
-            let [a, b] = self.child[n];
-            if b != NONE {
-                self.vol[n] = self.vol[a as usize].union(&self.vol[b as usize], t, t_end);
+            if self.child[n][1] != NONE {
+                self.vol[n] = self.merged(n as u32, t, t_end, grow);
             }
         }
     }
 
     /// Refits leaf `l` on `[t, t_end] = span` and its ancestors until one still contains its
     /// refitted child; calls `changed` for every node whose volume changed (the leaf's first).
+    /// Internal nodes are grown by `grow` when refitted, so that the next small change of a
+    /// child stays inside and costs no re-timing above it.
     pub fn refit_leaf(
         &mut self,
         leaves: &Leaves,
         refs: &References,
         l: u32,
         (t, t_end): (f64, f64),
-        pad: f64,
+        (pad, grow): (f64, f64),
         changed: &mut impl FnMut(u32),
     ) {
         let mut n = self.leaf_node[l as usize];
@@ -169,8 +187,7 @@ impl<V: Volume> Bvh<V> {
             if p == NONE || self.vol[p as usize].contains(&self.vol[n as usize], t, t_end) {
                 return;
             }
-            let [a, b] = self.child[p as usize];
-            self.vol[p as usize] = self.vol[a as usize].union(&self.vol[b as usize], t, t_end);
+            self.vol[p as usize] = self.merged(p, t, t_end, grow);
             changed(p);
             n = p;
         }

@@ -45,6 +45,17 @@ pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
 
     /// Whether the point `p` lies inside at time `s`, at least `margin` from the boundary.
     fn holds_point(&self, p: DVec3, margin: f64, s: f64, t_end: f64) -> bool;
+
+    /// The volume grown by `d` in every direction.
+    fn inflate(&self, d: f64) -> Self;
+
+    /// Whether the union of `a[0]` and `a[1]` may overlap the union of `b[0]` and `b[1]` at
+    /// some time in `[t, t_end]` (the edge-edge test of [`super::leaves::VertexVolumes`]).
+    fn unions_meet(a: [&Self; 2], b: [&Self; 2], t: f64, t_end: f64) -> bool {
+        let ua = a[0].union(a[1], t, t_end);
+        let ub = b[0].union(b[1], t, t_end);
+        ua.overlap_interval(&ub, t, t_end).is_some()
+    }
 }
 
 /// Rounds `x` down to an `f32` (the largest `f32 <= x`).
@@ -75,10 +86,18 @@ fn is_instant(t: f64, t_end: f64) -> bool {
     t_end - t <= INSTANT * (1.0 + t_end.abs())
 }
 
+/// How far a bound is pushed outwards before rounding, so that a fitted or merged volume holds
+/// its inputs strictly: evaluating it later (in `f64`) cannot land inside them by a rounding.
+#[inline]
+fn nudge(x: f64) -> f64 {
+    1e-12 * (1.0 + x.abs())
+}
+
 /// A lower bound `value(t_end) + rate (s - t_end)` through `(t, a)` and `(t_end, b)`, rounded
 /// outwards; on an instant, the constant `min(a, b)`.
 #[inline]
 fn lower_line(a: f64, b: f64, t: f64, t_end: f64) -> (f32, f32) {
+    let (a, b) = (a - nudge(a), b - nudge(b));
     if is_instant(t, t_end) {
         return (down(a.min(b)), 0.0);
     }
@@ -90,6 +109,7 @@ fn lower_line(a: f64, b: f64, t: f64, t_end: f64) -> (f32, f32) {
 /// An upper bound through `(t, a)` and `(t_end, b)`, rounded outwards.
 #[inline]
 fn upper_line(a: f64, b: f64, t: f64, t_end: f64) -> (f32, f32) {
+    let (a, b) = (a + nudge(a), b + nudge(b));
     if is_instant(t, t_end) {
         return (up(a.max(b)), 0.0);
     }
@@ -282,6 +302,49 @@ impl<const A: usize> Volume for Dop<A> {
         Some(to_times(lo, hi, t, t_end))
     }
 
+    fn inflate(&self, d: f64) -> Self {
+        let mut out = *self;
+        for j in 0..A {
+            out.lo[j] = down(self.lo[j] as f64 - d);
+            out.hi[j] = up(self.hi[j] as f64 + d);
+        }
+        out
+    }
+
+    /// Per axis, the unions' extents at `t` and `t_end` bound chords (the union's lower extent
+    /// is concave, its upper extent convex), and each separation condition is linear in
+    /// `lambda = (s - t) / (t_end - t)`: no `f32` rounding and one division per condition.
+    fn unions_meet(a: [&Self; 2], b: [&Self; 2], t: f64, t_end: f64) -> bool {
+        let u = t - t_end;
+        let (mut lo, mut hi) = (0.0f64, 1.0f64);
+        for j in 0..A {
+            let lo_at = |v: &Self, x: f64| at(v.lo[j], v.vlo[j], x);
+            let hi_at = |v: &Self, x: f64| at(v.hi[j], v.vhi[j], x);
+            let ends = |p: [&Self; 2]| {
+                (
+                    lo_at(p[0], u).min(lo_at(p[1], u)),
+                    (p[0].lo[j] as f64).min(p[1].lo[j] as f64),
+                    hi_at(p[0], u).max(hi_at(p[1], u)),
+                    (p[0].hi[j] as f64).max(p[1].hi[j] as f64),
+                )
+            };
+            let (alo0, alo1, ahi0, ahi1) = ends(a);
+            let (blo0, blo1, bhi0, bhi1) = ends(b);
+            let scale = 1.0 + alo0.abs().max(ahi1.abs()).max(blo0.abs()).max(bhi1.abs());
+            let tol = TOLERANCE * scale;
+            for (g0, g1) in [
+                (ahi0 - blo0 + tol, ahi1 - blo1 + tol),
+                (bhi0 - alo0 + tol, bhi1 - alo1 + tol),
+            ] {
+                clip_linear(g0, g1 - g0, &mut lo, &mut hi);
+            }
+            if lo > hi {
+                return false;
+            }
+        }
+        true
+    }
+
     fn holds_point(&self, p: DVec3, margin: f64, s: f64, t_end: f64) -> bool {
         (0..A).all(|j| {
             let (lo, hi) = self.slab(j, s, t_end);
@@ -436,6 +499,13 @@ impl Volume for Sphere {
 
     fn holds_point(&self, p: DVec3, margin: f64, s: f64, t_end: f64) -> bool {
         (p - self.centre_at(s, t_end)).length() <= self.radius as f64 - margin
+    }
+
+    fn inflate(&self, d: f64) -> Self {
+        Sphere {
+            radius: up(self.radius as f64 + d),
+            ..*self
+        }
     }
 }
 

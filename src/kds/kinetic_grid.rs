@@ -16,7 +16,7 @@ use hashbrown::HashMap;
 
 use super::bvh::Bvh;
 use super::kdop::{Aabb, Volume};
-use super::leaves::{Leaves, References};
+use super::leaves::{Leaves, References, VertexVolumes};
 use super::swept_boxes::PairKey;
 use crate::events::EventQueue;
 use crate::ids::EventId;
@@ -67,6 +67,7 @@ pub struct GridStats {
 pub struct KineticGrid {
     leaves: Leaves,
     refs: References,
+    vertex_vols: VertexVolumes<Aabb>,
     /// Leaf boxes, valid from their last fit to the horizon's end.
     boxes: Vec<Aabb>,
     /// Cells each leaf is registered in.
@@ -92,6 +93,7 @@ impl KineticGrid {
         let n = leaves.len();
         Self {
             refs: References::new(state.len()),
+            vertex_vols: VertexVolumes::new(state.len()),
             boxes: vec![Aabb::fit(&[DVec3::ZERO], &[DVec3::ZERO], 0.0, 0.0, 0.0); n],
             registered: vec![Cells::EMPTY; n],
             leaves,
@@ -128,6 +130,7 @@ impl KineticGrid {
     pub fn bytes(&self) -> usize {
         let cells: usize = self.grid.values().map(|v| v.capacity() * 4 + 40).sum();
         self.refs.bytes()
+            + self.vertex_vols.bytes()
             + self.boxes.capacity() * std::mem::size_of::<Aabb>()
             + self.registered.capacity() * std::mem::size_of::<Cells>()
             + cells
@@ -159,6 +162,9 @@ impl KineticGrid {
         self.t_end = t_end;
         self.refs.reset_all(state, t_end);
         let pad = self.pad();
+        for v in 0..state.len() as u32 {
+            self.vertex_vols.refresh(&self.refs, v, (t, t_end), pad);
+        }
         for l in 0..self.leaves.len() as u32 {
             self.boxes[l as usize] =
                 Bvh::<Aabb>::fit_leaf(&self.leaves, &self.refs, l, t, t_end, pad);
@@ -182,6 +188,22 @@ impl KineticGrid {
         for l in 0..self.leaves.len() as u32 {
             self.reregister(l, t, found);
         }
+        // Every sharing pair once, in leaf order.
+        let mut pairs = Vec::new();
+        for l in 0..self.leaves.len() as u32 {
+            for c in self.registered[l as usize].iter() {
+                for &o in self.grid.get(&c).map_or(&[][..], |v| &v[..]) {
+                    if o > l {
+                        pairs.push((l, o));
+                    }
+                }
+            }
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        for (l, o) in pairs {
+            self.hand_over(l, o, found);
+        }
     }
 
     /// After the velocities of `vertices` changed at `t`: refits the leaves of the vertices that
@@ -199,6 +221,9 @@ impl KineticGrid {
         for &v in vertices {
             if !self.refs.follows(v, state, t, self.t_end, self.slack) {
                 self.refs.reset(v, state, self.t_end);
+                let span = (t, self.t_end);
+                self.vertex_vols
+                    .refresh(&self.refs, v, span, self.margin + self.slack);
                 dirty.extend_from_slice(self.leaves.of_vertex(v));
             }
         }
@@ -210,6 +235,7 @@ impl KineticGrid {
             self.boxes[l as usize] =
                 Bvh::<Aabb>::fit_leaf(&self.leaves, &self.refs, l, t, self.t_end, pad);
             self.reregister(l, t, found);
+            self.hand_over_again(l, found);
         }
         self.scratch = dirty;
     }
@@ -235,8 +261,45 @@ impl KineticGrid {
         }
     }
 
-    /// Whether some pair of leaves sharing a cell holds `key` among its feature pairs.
+    /// Calls `found` for the near feature pairs ([`Leaves::near`]) of leaf `l` and every leaf
+    /// sharing a cell with it.
+    fn hand_over_again(&self, l: u32, found: &mut impl FnMut(PairKey)) {
+        let mut others = Vec::new();
+        for c in self.registered[l as usize].iter() {
+            others.extend(self.grid.get(&c).map_or(&[][..], |v| &v[..]));
+        }
+        others.sort_unstable();
+        others.dedup();
+        for o in others {
+            if o != l {
+                self.hand_over(l, o, found);
+            }
+        }
+    }
+
+    /// Calls `found` for the near feature pairs of leaves `l` and `o`.
+    fn hand_over(&self, l: u32, o: u32, found: &mut impl FnMut(PairKey)) {
+        self.leaves.features(l, o, &mut |k| {
+            if self.near(k) {
+                found(k);
+            }
+        });
+    }
+
+    /// [`Leaves::near`] over the current horizon, with the leaf boxes (a triangle's leaf id is
+    /// its triangle id).
+    fn near(&self, key: PairKey) -> bool {
+        let span = (self.now, self.t_end);
+        self.vertex_vols
+            .near(&self.leaves, key, span, |t| self.boxes[t as usize])
+    }
+
+    /// Whether some pair of leaves sharing a cell holds `key` among its feature pairs and the
+    /// pair's primitives may come within `eta1` before the horizon's end.
     pub fn overlaps(&self, key: PairKey) -> bool {
+        if !self.near(key) {
+            return false;
+        }
         let (a_side, b_side) = self.leaves.sides(key);
         a_side.iter().any(|&a| {
             b_side.iter().any(|&b| {
@@ -328,6 +391,7 @@ impl KineticGrid {
     fn reregister(&mut self, l: u32, t: f64, found: &mut impl FnMut(PairKey)) {
         let old = self.registered[l as usize];
         let new = self.cells_at(l, t);
+        let mut pending = Vec::new();
         if new != old {
             for c in old.iter().filter(|c| !new.contains(*c)) {
                 if let Some(list) = self.grid.get_mut(&c) {
@@ -353,12 +417,15 @@ impl KineticGrid {
                     let n = self.shared.entry((l.min(o), l.max(o))).or_insert(0);
                     *n += 1;
                     if *n == 1 {
-                        self.leaves.features(l, o, found);
+                        pending.push(o);
                     }
                 }
                 list.push(l);
             }
             self.registered[l as usize] = new;
+            for o in pending {
+                self.hand_over(l, o, found);
+            }
             self.stats.sharing_pairs = self.shared.len();
             self.stats.peak_sharing_pairs = self.stats.peak_sharing_pairs.max(self.shared.len());
         }

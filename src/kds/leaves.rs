@@ -15,6 +15,7 @@
 use glam::DVec3;
 use hashbrown::HashMap;
 
+use super::kdop::Volume;
 use super::swept_boxes::PairKey;
 use crate::mesh::Csr;
 use crate::state::VertexState;
@@ -169,6 +170,20 @@ impl Leaves {
         }
     }
 
+    /// The four vertices of `key`.
+    pub fn key_vertices(&self, key: PairKey) -> [u32; 4] {
+        match key {
+            PairKey::VertexTriangle(v, t) => {
+                let [a, b, c] = self.triangles[t as usize];
+                [v, a, b, c]
+            }
+            PairKey::EdgeEdge(e, f) => {
+                let ([a, b], [c, d]) = (self.edges[e as usize], self.edges[f as usize]);
+                [a, b, c, d]
+            }
+        }
+    }
+
     /// Whether `key` is one of the feature pairs of leaves `a` and `b`.
     pub fn covers(&self, a: u32, b: u32, key: PairKey) -> bool {
         let holds_edge = |l: u32, e: u32| self.leaf_edges[l as usize].contains(&e);
@@ -206,6 +221,60 @@ impl Leaves {
             (sum + state.position_at(v as usize, s), n + 1.0)
         });
         sum / n
+    }
+}
+
+/// Per-vertex volumes of kind `V` around the reference trajectories (grown by the leaves'
+/// pad), refreshed when a reference changes: they make [`near`](Self::near) one overlap test
+/// for a VT pair and two unions and a test for an EE pair.
+#[derive(Debug)]
+pub struct VertexVolumes<V> {
+    vol: Vec<V>,
+}
+
+impl<V: Volume> VertexVolumes<V> {
+    /// Volumes for `n` vertices (placeholders until [`refresh`](Self::refresh)).
+    pub fn new(n: usize) -> Self {
+        let zero = [DVec3::ZERO];
+        Self {
+            vol: vec![V::fit(&zero, &zero, 0.0, 0.0, 0.0); n],
+        }
+    }
+
+    /// Fits vertex `v`'s volume to its reference on `[t, t_end]`, grown by `pad`.
+    #[inline]
+    pub fn refresh(&mut self, refs: &References, v: u32, (t, t_end): (f64, f64), pad: f64) {
+        let (p0, p1) = (refs.at(v, t, t_end), refs.at(v, t_end, t_end));
+        self.vol[v as usize] = V::fit(&[p0], &[p1], t, t_end, pad);
+    }
+
+    /// Whether the two primitives of `key` may come within `eta1` before `t_end`: their
+    /// volumes around the reference trajectories on `[now, t_end]` (grown by half of `eta1` plus
+    /// the reference slack) overlap at some time. Leaf pairs hand over only these feature
+    /// pairs; the others stay apart until `t_end` or until a vertex of theirs strays from its
+    /// reference (which refits its leaves and looks again). `triangle(t)` is the leaf volume of
+    /// triangle `t`.
+    pub fn near(
+        &self,
+        leaves: &Leaves,
+        key: PairKey,
+        (now, t_end): (f64, f64),
+        triangle: impl Fn(u32) -> V,
+    ) -> bool {
+        match key {
+            PairKey::VertexTriangle(v, t) => self.vol[v as usize]
+                .overlap_interval(&triangle(t), now, t_end)
+                .is_some(),
+            PairKey::EdgeEdge(e, f) => {
+                let edge = |e: u32| leaves.edges[e as usize].map(|v| &self.vol[v as usize]);
+                V::unions_meet(edge(e), edge(f), now, t_end)
+            }
+        }
+    }
+
+    /// Heap bytes held.
+    pub fn bytes(&self) -> usize {
+        self.vol.capacity() * std::mem::size_of::<V>()
     }
 }
 

@@ -29,6 +29,13 @@ use crate::state::VertexState;
 /// the kinetic broad phases refit its leaves (the interim broad phase's slack, too).
 const SLACK: f64 = 0.25;
 
+/// The kinetic broad phases certify over a horizon this many engine windows long: references
+/// with slack keep their volumes valid across whole-mesh kicks, so a longer horizon means fewer
+/// rebuilds, but a velocity change moves a vertex's position at the horizon's end further from
+/// its reference, so vertices stray (and refit their leaves) more often. 4 was fastest of
+/// 1, 2, 3, 4, 8, 16 on `sheet_on_sphere` (see `benches/README.md`).
+const HORIZON_WINDOWS: f64 = 4.0;
+
 /// Which broad phase finds candidate pairs (`contact.broad_phase` in a profile).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BroadPhaseKind {
@@ -229,9 +236,13 @@ impl BroadPhase {
         window_end: f64,
         found: &mut impl FnMut(PairKey),
     ) {
-        self.window_end = window_end;
+        let kinetic_end = t + HORIZON_WINDOWS * (window_end - t);
+        self.window_end = match self.inner {
+            Inner::Swept(_) => window_end,
+            _ => kinetic_end,
+        };
         dispatch!(&mut self.inner,
-            l => l.rebuild(state, t, window_end, found),
+            l => l.rebuild(state, t, kinetic_end, found),
             s => s.rebuild(state, t, window_end, found))
     }
 

@@ -30,7 +30,7 @@
 
 use super::bvh::Bvh;
 use super::kdop::Volume;
-use super::leaves::{Leaves, References, NONE};
+use super::leaves::{Leaves, References, VertexVolumes, NONE};
 use super::swept_boxes::PairKey;
 use crate::events::EventQueue;
 use crate::ids::EventId;
@@ -83,6 +83,7 @@ struct Pairs {
 pub struct SeparationList<V> {
     leaves: Leaves,
     refs: References,
+    vertex_vols: VertexVolumes<V>,
     bvh: Bvh<V>,
     /// Half of `eta1`: two leaves apart are at least `eta1` apart.
     margin: f64,
@@ -100,6 +101,8 @@ pub struct SeparationList<V> {
     /// Feature pairs taken back since the engine last asked.
     lost: Vec<PairKey>,
     node_stamp: Vec<u32>,
+    /// Per vertex: the update epoch that last reset its reference.
+    vertex_stamp: Vec<u32>,
     epoch: u32,
     scratch_nodes: Vec<u32>,
     scratch_leaves: Vec<u32>,
@@ -120,6 +123,7 @@ impl<V: Volume> SeparationList<V> {
         let nodes = bvh.len();
         Self {
             refs: References::new(state.len()),
+            vertex_vols: VertexVolumes::new(state.len()),
             leaves,
             bvh,
             margin: 0.5 * eta1,
@@ -134,6 +138,7 @@ impl<V: Volume> SeparationList<V> {
             queue: EventQueue::new(),
             lost: Vec::new(),
             node_stamp: vec![0; nodes],
+            vertex_stamp: vec![0; state.len()],
             epoch: 0,
             scratch_nodes: Vec::new(),
             scratch_leaves: Vec::new(),
@@ -167,6 +172,7 @@ impl<V: Volume> SeparationList<V> {
         let p = &self.pairs;
         self.bvh.bytes()
             + self.refs.bytes()
+            + self.vertex_vols.bytes()
             + (p.a.capacity() + p.b.capacity() + p.child.capacity() + p.sibling.capacity()) * 4
             + (p.open.capacity() + p.live.capacity())
             + (p.next.capacity() + p.prev.capacity()) * 8
@@ -209,7 +215,12 @@ impl<V: Volume> SeparationList<V> {
         self.t_end = t_end;
         self.refs.reset_all(state, t_end);
         let pad = self.pad();
-        self.bvh.refit_all(&self.leaves, &self.refs, t, t_end, pad);
+        for v in 0..state.len() as u32 {
+            self.vertex_vols.refresh(&self.refs, v, (t, t_end), pad);
+        }
+        let grow = self.slack;
+        self.bvh
+            .refit_all(&self.leaves, &self.refs, (t, t_end), pad, grow);
         if self.pairs.a.is_empty() && self.bvh.leaf(0).is_none() && !self.bvh.is_empty() {
             self.alloc(0, 0);
             self.stats.open += 1;
@@ -225,6 +236,14 @@ impl<V: Volume> SeparationList<V> {
         }
         self.process_due(t, found);
         self.rebuilding = false;
+        for p in 0..self.pairs.a.len() {
+            if self.pairs.live[p] && self.pairs.open[p] {
+                let (a, b) = (self.pairs.a[p], self.pairs.b[p]);
+                if let (Some(la), Some(lb)) = (self.bvh.leaf(a), self.bvh.leaf(b)) {
+                    self.hand_over(la, lb, found);
+                }
+            }
+        }
     }
 
     /// After the velocities of `vertices` changed at `t`: refits the leaves of the vertices that
@@ -240,9 +259,14 @@ impl<V: Volume> SeparationList<V> {
         self.account(t);
         let mut dirty = std::mem::take(&mut self.scratch_leaves);
         dirty.clear();
+        self.epoch = self.epoch.wrapping_add(1);
         for &v in vertices {
             if !self.refs.follows(v, state, t, self.t_end, self.slack) {
                 self.refs.reset(v, state, self.t_end);
+                let span = (t, self.t_end);
+                self.vertex_vols
+                    .refresh(&self.refs, v, span, self.margin + self.slack);
+                self.vertex_stamp[v as usize] = self.epoch;
                 dirty.extend_from_slice(self.leaves.of_vertex(v));
             }
         }
@@ -250,14 +274,13 @@ impl<V: Volume> SeparationList<V> {
             dirty.sort_unstable();
             dirty.dedup();
             self.stats.leaf_refits += dirty.len() as u64;
-            self.epoch = self.epoch.wrapping_add(1);
             let mut changed = std::mem::take(&mut self.scratch_nodes);
             changed.clear();
-            let (pad, span, epoch) = (self.pad(), (t, self.t_end), self.epoch);
+            let (pads, span, epoch) = ((self.pad(), self.slack), (t, self.t_end), self.epoch);
             let stamp = &mut self.node_stamp;
             for &l in &dirty {
                 self.bvh
-                    .refit_leaf(&self.leaves, &self.refs, l, span, pad, &mut |n| {
+                    .refit_leaf(&self.leaves, &self.refs, l, span, pads, &mut |n| {
                         if stamp[n as usize] != epoch {
                             stamp[n as usize] = epoch;
                             changed.push(n);
@@ -275,6 +298,9 @@ impl<V: Volume> SeparationList<V> {
             }
             self.scratch_nodes = changed;
             self.process_due(t, found);
+            for &l in &dirty {
+                self.hand_over_again(l, found);
+            }
         }
         self.scratch_leaves = dirty;
     }
@@ -294,8 +320,61 @@ impl<V: Volume> SeparationList<V> {
         }
     }
 
-    /// Whether some open leaf pair holds `key` among its feature pairs now.
+    /// Calls `found` for the feature pairs of leaves `la` and `lb` that may come within `eta1`
+    /// before the horizon's end ([`Leaves::near`]).
+    fn hand_over(&self, la: u32, lb: u32, found: &mut impl FnMut(PairKey)) {
+        self.leaves.features(la, lb, &mut |k| {
+            if self.near(k) {
+                found(k);
+            }
+        });
+    }
+
+    /// [`Leaves::near`] over the current horizon, with the leaf volumes of the hierarchy.
+    fn near(&self, key: PairKey) -> bool {
+        let span = (self.now, self.t_end);
+        self.vertex_vols.near(&self.leaves, key, span, |t| {
+            self.bvh.vol[self.bvh.leaf_node(t) as usize]
+        })
+    }
+
+    /// Hands over again the near feature pairs of every open leaf pair of leaf `l` that involve
+    /// a vertex whose reference changed in this update (stamped `epoch`): the others' answer
+    /// cannot have changed.
+    fn hand_over_again(&self, l: u32, found: &mut impl FnMut(PairKey)) {
+        let node = self.bvh.leaf_node(l);
+        let mut e = self.head[node as usize];
+        while e != NONE {
+            let (p, side) = ((e >> 1) as usize, (e & 1) as usize);
+            let other = if side == 0 {
+                self.pairs.b[p]
+            } else {
+                self.pairs.a[p]
+            };
+            if self.pairs.open[p] {
+                if let Some(lo) = self.bvh.leaf(other) {
+                    self.leaves.features(l, lo, &mut |k| {
+                        let moved = self
+                            .leaves
+                            .key_vertices(k)
+                            .iter()
+                            .any(|&v| self.vertex_stamp[v as usize] == self.epoch);
+                        if moved && self.near(k) {
+                            found(k);
+                        }
+                    });
+                }
+            }
+            e = self.pairs.next[p][side];
+        }
+    }
+
+    /// Whether some open leaf pair holds `key` among its feature pairs now and the pair's
+    /// primitives may come within `eta1` before the horizon's end.
     pub fn overlaps(&self, key: PairKey) -> bool {
+        if !self.near(key) {
+            return false;
+        }
         let (side, _) = self.leaves.sides(key);
         side.iter().any(|&la| {
             let node = self.bvh.leaf_node(la);
@@ -520,7 +599,7 @@ impl<V: Volume> SeparationList<V> {
             self.stats.descents += 1;
             let (a, b) = (self.pairs.a[i], self.pairs.b[i]);
             if let (Some(la), Some(lb)) = (self.bvh.leaf(a), self.bvh.leaf(b)) {
-                self.leaves.features(la, lb, found);
+                self.hand_over(la, lb, found);
             } else {
                 let mut c = self.make_children(q);
                 while c != NONE {
