@@ -121,6 +121,11 @@ impl KineticGrid {
         &self.stats
     }
 
+    /// Leaf boxes refitted so far after vertices strayed.
+    pub fn leaf_refits(&self) -> u64 {
+        self.stats.leaf_refits
+    }
+
     /// Certificates queued now.
     pub fn certificates(&self) -> usize {
         self.queue.len()

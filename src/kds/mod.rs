@@ -29,12 +29,22 @@ use crate::state::VertexState;
 /// the kinetic broad phases refit its leaves (the interim broad phase's slack, too).
 const SLACK: f64 = 0.25;
 
-/// The kinetic broad phases certify over a horizon this many engine windows long: references
-/// with slack keep their volumes valid across whole-mesh kicks, so a longer horizon means fewer
-/// rebuilds, but a velocity change moves a vertex's position at the horizon's end further from
-/// its reference, so vertices stray (and refit their leaves) more often. 4 was fastest of
-/// 1, 2, 3, 4, 8, 16 on `sheet_on_sphere` (see `benches/README.md`).
-const HORIZON_WINDOWS: f64 = 4.0;
+/// The kinetic broad phases certify over a horizon of several engine windows: references with
+/// slack keep their volumes valid across whole-mesh kicks, so a longer horizon means fewer
+/// rebuilds (each costs O(frontier)), but a velocity change moves a vertex's position at the
+/// horizon's end further from its reference, so vertices stray (and refit their leaves) more
+/// often. The horizon adapts at each rebuild: doubled when fewer than [`STRAY_LOW`] of the
+/// leaves were refitted over the last one, halved above [`STRAY_HIGH`]; it starts at
+/// [`HORIZON_START`] windows (fastest of 1, 2, 3, 4, 8, 16 fixed on `sheet_on_sphere`).
+const HORIZON_START: f64 = 4.0;
+/// Shortest horizon, in windows.
+const HORIZON_MIN: f64 = 1.0;
+/// Longest horizon, in windows.
+const HORIZON_MAX: f64 = 256.0;
+/// Refitted leaves per leaf over a horizon below which the next horizon doubles.
+const STRAY_LOW: f64 = 0.05;
+/// Refitted leaves per leaf over a horizon above which the next horizon halves.
+const STRAY_HIGH: f64 = 0.25;
 
 /// Which broad phase finds candidate pairs (`contact.broad_phase` in a profile).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -123,6 +133,10 @@ pub struct BroadPhase {
     kind: BroadPhaseKind,
     inner: Inner,
     window_end: f64,
+    /// The kinetic horizon, in engine windows (adaptive, see [`HORIZON_START`]).
+    horizon: f64,
+    /// Leaf refits counted at the last rebuild.
+    refits_seen: u64,
 }
 
 #[derive(Debug)]
@@ -210,6 +224,8 @@ impl BroadPhase {
             kind,
             inner,
             window_end: 0.0,
+            horizon: HORIZON_START,
+            refits_seen: 0,
         }
     }
 
@@ -236,7 +252,19 @@ impl BroadPhase {
         window_end: f64,
         found: &mut impl FnMut(PairKey),
     ) {
-        let kinetic_end = t + HORIZON_WINDOWS * (window_end - t);
+        let (refits, leaves) = dispatch!(&self.inner,
+            l => (l.leaf_refits(), l.leaves().len().max(1)),
+            _s => (0, 1));
+        if self.window_end > 0.0 {
+            let strays = (refits - self.refits_seen) as f64 / leaves as f64;
+            if strays < STRAY_LOW {
+                self.horizon = (2.0 * self.horizon).min(HORIZON_MAX);
+            } else if strays > STRAY_HIGH {
+                self.horizon = (0.5 * self.horizon).max(HORIZON_MIN);
+            }
+        }
+        self.refits_seen = refits;
+        let kinetic_end = t + self.horizon * (window_end - t);
         self.window_end = match self.inner {
             Inner::Swept(_) => window_end,
             _ => kinetic_end,

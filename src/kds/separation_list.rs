@@ -157,6 +157,11 @@ impl<V: Volume> SeparationList<V> {
         &self.stats
     }
 
+    /// Leaf volumes refitted so far after vertices strayed.
+    pub fn leaf_refits(&self) -> u64 {
+        self.stats.leaf_refits
+    }
+
     /// Certificates queued now.
     pub fn certificates(&self) -> usize {
         self.queue.len()
