@@ -58,12 +58,44 @@ pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
     }
 }
 
+/// The next `f32` above `f` (`f32::next_up`, stable only since Rust 1.86).
+#[inline]
+fn f32_up(f: f32) -> f32 {
+    if f.is_nan() || f == f32::INFINITY {
+        return f;
+    }
+    if f == 0.0 {
+        return f32::from_bits(1);
+    }
+    let b = f.to_bits();
+    f32::from_bits(if f > 0.0 { b + 1 } else { b - 1 })
+}
+
+/// The next `f32` below `f`.
+#[inline]
+fn f32_down(f: f32) -> f32 {
+    -f32_up(-f)
+}
+
+/// The next `f64` after `t` (`f64::next_up`, stable only since Rust 1.86).
+#[inline]
+pub(crate) fn after(t: f64) -> f64 {
+    if t.is_nan() || t == f64::INFINITY {
+        return t;
+    }
+    if t == 0.0 {
+        return f64::from_bits(1);
+    }
+    let b = t.to_bits();
+    f64::from_bits(if t > 0.0 { b + 1 } else { b - 1 })
+}
+
 /// Rounds `x` down to an `f32` (the largest `f32 <= x`).
 #[inline]
 fn down(x: f64) -> f32 {
     let f = x as f32;
     if f as f64 > x {
-        f.next_down()
+        f32_down(f)
     } else {
         f
     }
@@ -74,7 +106,7 @@ fn down(x: f64) -> f32 {
 fn up(x: f64) -> f32 {
     let f = x as f32;
     if (f as f64) < x {
-        f.next_up()
+        f32_up(f)
     } else {
         f
     }
@@ -649,6 +681,17 @@ mod tests {
                     prop_assert!(d + c.radius as f64 <= u.radius as f64 * (1.0 + 1e-6));
                 }
             }
+        }
+    }
+
+    #[test]
+    fn next_float_helpers_step_by_one_ulp() {
+        for x in [0.0f32, 1.0, -1.0, 3.5e-3, -7.25e6] {
+            assert!(f32_up(x) > x && f32_down(x) < x);
+            assert_eq!(f32_down(f32_up(x)), if x == 0.0 { 0.0 } else { x });
+        }
+        for t in [0.0, 1.0, -2.0, 0.04] {
+            assert!(after(t) > t);
         }
     }
 

@@ -15,7 +15,7 @@ use glam::DVec3;
 use hashbrown::HashMap;
 
 use super::bvh::Bvh;
-use super::kdop::{Aabb, Volume};
+use super::kdop::{after, Aabb, Volume};
 use super::leaves::{Leaves, References, VertexVolumes};
 use super::swept_boxes::PairKey;
 use crate::events::EventQueue;
@@ -388,7 +388,7 @@ impl KineticGrid {
                 first = first.min(t + dt * (1.0 - 1e-9));
             }
         }
-        (first < self.t_end).then(|| first.max(t.next_up()))
+        (first < self.t_end).then(|| first.max(after(t)))
     }
 
     /// Moves leaf `l` to the cells its box covers at `t`, reporting pairs that start or stop

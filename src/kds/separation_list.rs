@@ -29,7 +29,7 @@
 //! deterministic.
 
 use super::bvh::Bvh;
-use super::kdop::Volume;
+use super::kdop::{after, Volume};
 use super::leaves::{Leaves, References, VertexVolumes, NONE};
 use super::swept_boxes::PairKey;
 use crate::events::EventQueue;
@@ -478,7 +478,7 @@ impl<V: Volume> SeparationList<V> {
                 _ if !overlapping => (self.eager || self.rebuilding).then_some(t),
                 Some((_, e)) if self.eager && e < self.t_end => {
                     // Overlapping at t: it stops strictly later.
-                    Some(if e > t { e } else { t.next_up() })
+                    Some(if e > t { e } else { after(t) })
                 }
                 _ => None,
             }
