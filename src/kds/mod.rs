@@ -1,8 +1,7 @@
 //! Kinetic data structures (thesis §5.3, DESIGN §6).
 //!
 //! - [`slab`]: kinetic separation slabs, the narrow-phase certificate of a VT or EE pair.
-//! - [`swept_boxes`]: the interim broad phase (swept boxes on a hash grid), to be replaced by
-//!   the kinetic k-DOP separation list.
+//! - [`swept_boxes`]: the interim broad phase (swept boxes on a hash grid), kept for comparison.
 //! - [`kdop`]: k-DOPs and spheres moving linearly in time, and their overlap intervals.
 //! - [`leaves`]: the leaf primitives, their feature pairs and reference trajectories.
 //! - [`bvh`]: one hierarchy over every leaf of every object.
