@@ -336,7 +336,20 @@ impl KineticGrid {
                 }
             }
         }
+        if t >= t_end {
+            // The horizon is over: certificates stop short of its end (the short-circuit) and
+            // the rebuild due now registers every leaf again.
+            return Ok(());
+        }
         for l in 0..self.leaves.len() {
+            if self
+                .queue
+                .time_of(EventId(l as u32))
+                .is_some_and(|s| s <= t)
+            {
+                // Its certificate is due now: it may touch the cell it is about to enter.
+                continue;
+            }
             let now = self.cells_at(l as u32, t);
             let reg = self.registered[l];
             if now.iter().any(|c| !reg.contains(c)) {
