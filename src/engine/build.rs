@@ -238,6 +238,7 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             friction_cap: scene.contact.friction_cap,
             safety: scene.contact.safety,
             window: (BROAD_PHASE_WINDOW_TICKS * external_clock).min(scene.frame_interval),
+            broad_phase: scene.contact.broad_phase,
         };
         let contact = Contact::new(
             setup,

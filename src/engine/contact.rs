@@ -2,7 +2,7 @@
 //! contingency from vertices to the certificates they support (thesis Alg. 7, Table 5.1).
 //!
 //! Pairs are vertex-triangle (VT) and edge-edge (EE) pairs of primitives sharing no vertex,
-//! found by the interim broad phase ([`SweptBoxes`]). Each pair has a *certified layer* `L`: a
+//! found by the broad phase ([`BroadPhase`]: by default the kinetic separation list). Each pair has a *certified layer* `L`: a
 //! separation slab certifies that the pair stays at least `eta(L)` apart, and layers
 //! `1 .. L - 1` are active: the pair is a member of each layer's super-event
 //! ([`LayerEvents`]), which ticks on the layer's fixed clock.
@@ -25,7 +25,8 @@ use crate::contact::penalty::{
 use crate::events::{EventKind, EventQueue, EventTable};
 use crate::ids::EventId;
 use crate::kds::slab::{build_slab, failure_time, holds, Slab};
-use crate::kds::swept_boxes::{PairKey, SweptBoxes};
+use crate::kds::swept_boxes::PairKey;
+use crate::kds::{BroadPhase, BroadPhaseKind, BroadPhaseStats};
 use crate::profile::zone;
 use crate::state::VertexState;
 
@@ -65,6 +66,8 @@ pub struct ContactStats {
     pub certificates_peak: usize,
     /// Smallest pair distance seen at a slab failure or a penalty tick (cm).
     pub min_distance: f64,
+    /// Broad-phase counters, as of the last horizon rebuild.
+    pub broad_phase: BroadPhaseStats,
 }
 
 /// One candidate pair (structure of arrays, indexed by pair id).
@@ -96,7 +99,7 @@ pub(super) struct Contact {
     safety: f64,
     m_min: f64,
     window: f64,
-    boxes: SweptBoxes,
+    boxes: BroadPhase,
     pairs: Pairs,
     free_pairs: Vec<u32>,
     index: HashMap<PairKey, u32>,
@@ -132,6 +135,7 @@ pub(super) struct ContactSetup {
     pub(super) friction_cap: bool,
     pub(super) safety: f64,
     pub(super) window: f64,
+    pub(super) broad_phase: BroadPhaseKind,
 }
 
 /// A pair closer than `eta1` at the start.
@@ -158,7 +162,13 @@ impl Contact {
             .filter(|&i| state.inv_mass[i] > 0.0)
             .map(|i| state.mass[i])
             .fold(f64::INFINITY, f64::min);
-        let boxes = SweptBoxes::new(edges, triangles, n, setup.schedule.eta1);
+        let boxes = BroadPhase::new(
+            setup.broad_phase,
+            edges,
+            triangles,
+            state,
+            setup.schedule.eta1,
+        );
         let broad_event = events.insert(EventKind::BroadPhase, 0).id;
         let mut contact = Self {
             schedule: setup.schedule,
@@ -214,7 +224,7 @@ impl Contact {
             return Err(w);
         }
         contact.adopt(found, state, 0.0, events, queue);
-        queue.push(broad_event, setup.window);
+        queue.push(broad_event, contact.boxes.next_time());
         Ok(contact)
     }
 
@@ -438,6 +448,7 @@ impl Contact {
         self.boxes
             .update(state, t, vertices, &mut |k| found.push(k));
         self.adopt(found, state, t, events, queue);
+        queue.update(self.broad_event, self.boxes.next_time());
     }
 
     /// After every vertex's velocity may have changed at `t` (a super-element or gravity tick):
@@ -476,8 +487,10 @@ impl Contact {
         self.adopt(found, state, t, events, queue);
     }
 
-    /// The end of a broad-phase window: sweep every box over the next window, drop pairs whose
-    /// boxes no longer overlap and that have no active layer.
+    /// A broad-phase event. At the end of a window: sweep every box over the next window, drop
+    /// pairs whose boxes no longer overlap and that have no active layer. Before it (kinetic
+    /// broad phases): process the certificates due, adopt the pairs handed over and drop the
+    /// pairs taken back that have no active layer and no other overlapping leaves.
     pub(super) fn fire_broad_phase(
         &mut self,
         state: &VertexState,
@@ -488,18 +501,41 @@ impl Contact {
         let _zone = zone!("broad_phase");
         self.stats.broad_phase_events += 1;
         self.audit_boxes(state, t);
-        let end = t + self.window;
-        self.rebuild(state, t, end, events, queue);
-        for id in 0..self.pairs.key.len() as u32 {
-            let i = id as usize;
-            if self.pairs.live[i]
-                && self.pairs.active[i] == 0
-                && !self.boxes.overlaps(self.pairs.key[i])
-            {
-                self.remove_pair(id, events, queue);
+        if t >= self.boxes.window_end() {
+            let end = t + self.window;
+            self.rebuild(state, t, end, events, queue);
+            let mut found = std::mem::take(&mut self.found);
+            found.clear();
+            self.boxes.advance(t, &mut |k| found.push(k), &mut |_| {});
+            self.adopt(found, state, t, events, queue);
+            for id in 0..self.pairs.key.len() as u32 {
+                let i = id as usize;
+                if self.pairs.live[i]
+                    && self.pairs.active[i] == 0
+                    && !self.boxes.overlaps(self.pairs.key[i])
+                {
+                    self.remove_pair(id, events, queue);
+                }
+            }
+            self.stats.broad_phase = self.boxes.stats();
+        } else {
+            let mut found = std::mem::take(&mut self.found);
+            found.clear();
+            let mut lost = Vec::new();
+            self.boxes
+                .advance(t, &mut |k| found.push(k), &mut |k| lost.push(k));
+            self.adopt(found, state, t, events, queue);
+            lost.sort_unstable();
+            lost.dedup();
+            for key in lost {
+                if let Some(&id) = self.index.get(&key) {
+                    if self.pairs.active[id as usize] == 0 && !self.boxes.overlaps(key) {
+                        self.remove_pair(id, events, queue);
+                    }
+                }
             }
         }
-        queue.push(self.broad_event, end);
+        queue.push(self.broad_event, self.boxes.next_time());
     }
 
     /// A slab failed: activate its layer if the pair is close, otherwise certify again.

@@ -17,6 +17,7 @@ use super::{
     ContactSettings, FailSafe, ForceSpec, Grouping, IntegratorSettings, Material, Method,
     OnUnresolved, Scene, SceneError, SceneObject, ScriptSpec, SyncSettings, VertexSet,
 };
+use crate::kds::BroadPhaseKind;
 use crate::mesh::{self, TriMesh};
 
 /// A profile that could not be loaded: which file, which line (when known), what is wrong.
@@ -446,6 +447,34 @@ struct ContactTable {
     eta_exponent: Option<f64>,
     r_exponent: Option<f64>,
     safety: Option<f64>,
+    broad_phase: Option<BroadPhaseName>,
+}
+
+/// `contact.broad_phase` values (see `BroadPhaseKind`).
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum BroadPhaseName {
+    Kdop18,
+    Kdop18Lazy,
+    Kdop26,
+    Aabb,
+    Spheres,
+    Grid,
+    SweptBoxes,
+}
+
+impl From<BroadPhaseName> for BroadPhaseKind {
+    fn from(name: BroadPhaseName) -> Self {
+        match name {
+            BroadPhaseName::Kdop18 => Self::Kdop18,
+            BroadPhaseName::Kdop18Lazy => Self::Kdop18Lazy,
+            BroadPhaseName::Kdop26 => Self::Kdop26,
+            BroadPhaseName::Aabb => Self::Aabb,
+            BroadPhaseName::Spheres => Self::Spheres,
+            BroadPhaseName::Grid => Self::Grid,
+            BroadPhaseName::SweptBoxes => Self::SweptBoxes,
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -498,6 +527,7 @@ impl ProfileFile {
             eta_exponent: self.contact.eta_exponent.unwrap_or(c.eta_exponent),
             r_exponent: self.contact.r_exponent.unwrap_or(c.r_exponent),
             safety: self.contact.safety.unwrap_or(c.safety),
+            broad_phase: self.contact.broad_phase.map_or(c.broad_phase, Into::into),
         };
         let objects = self
             .objects

@@ -1,0 +1,736 @@
+//! Moving bounding volumes: k-DOPs and spheres whose extents are linear functions of time
+//! (thesis §5.3 and ch. 7, DESIGN §6).
+//!
+//! Every volume here is valid on a time interval `[t, t_end]`, where `t_end` is the end of the
+//! broad phase's horizon (the "short-circuit": nothing is ever certified past it). A volume is
+//! stored by its extent at `t_end` and its rate of change, so that its extent at `s <= t_end` is
+//! `extent(t_end) + rate * (s - t_end)`. Extents are kept in `f32` to halve the memory of a
+//! hierarchy, rounded *outwards* (lower bounds down, upper bounds up, rates so that the extent
+//! only grows for `s < t_end`), so the stored volume always contains the exact one.
+//!
+//! Two volumes of one kind overlap during one interval of time (the overlap set of two convex
+//! volumes moving linearly is convex in time), returned by [`Volume::overlap_interval`]. It is
+//! conservative: it contains every instant at which the exact volumes overlap, widened by a
+//! relative tolerance of [`TOLERANCE`] that covers the `f64` rounding of the computation.
+
+use glam::DVec3;
+
+/// Relative tolerance of overlap tests: extents closer than this (relative to their magnitude)
+/// count as overlapping, which covers the rounding of every `f64` computation below.
+pub const TOLERANCE: f64 = 1e-10;
+
+/// A time span shorter than this fraction of `1 + |t_end|` is treated as an instant: the volume
+/// is then constant (the hull of both ends), avoiding huge rates from tiny divisions.
+const INSTANT: f64 = 1e-9;
+
+/// A bounding volume whose extent moves linearly in time (see the module docs).
+pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
+    /// Short name used in statistics and benchmarks (`"kdop18"`, `"spheres"`, ...).
+    const NAME: &'static str;
+
+    /// The smallest volume of this kind, linear in time on `[t, t_end]`, containing every point
+    /// `p0[i] + (s - t) (p1[i] - p0[i]) / (t_end - t)` for `s` in `[t, t_end]` grown by `pad`.
+    /// `p0` and `p1` are the points at `t` and `t_end` and have the same length.
+    fn fit(p0: &[DVec3], p1: &[DVec3], t: f64, t_end: f64, pad: f64) -> Self;
+
+    /// A volume containing both `self` and `other` on `[t, t_end]`.
+    fn union(&self, other: &Self, t: f64, t_end: f64) -> Self;
+
+    /// Whether `self` contains `inner` at every time in `[t, t_end]`.
+    fn contains(&self, inner: &Self, t: f64, t_end: f64) -> bool;
+
+    /// The interval of times within `[t, t_end]` at which the two volumes may overlap, or `None`
+    /// when they stay apart on all of it. Never reports "apart" at a time they overlap.
+    fn overlap_interval(&self, other: &Self, t: f64, t_end: f64) -> Option<(f64, f64)>;
+
+    /// Whether the point `p` lies inside at time `s`, at least `margin` from the boundary.
+    fn holds_point(&self, p: DVec3, margin: f64, s: f64, t_end: f64) -> bool;
+
+    /// The volume grown by `d` in every direction.
+    fn inflate(&self, d: f64) -> Self;
+
+    /// Whether the union of `a[0]` and `a[1]` may overlap the union of `b[0]` and `b[1]` at
+    /// some time in `[t, t_end]` (the edge-edge test of [`super::leaves::VertexVolumes`]).
+    fn unions_meet(a: [&Self; 2], b: [&Self; 2], t: f64, t_end: f64) -> bool {
+        let ua = a[0].union(a[1], t, t_end);
+        let ub = b[0].union(b[1], t, t_end);
+        ua.overlap_interval(&ub, t, t_end).is_some()
+    }
+}
+
+/// The next `f32` above `f` (`f32::next_up`, stable only since Rust 1.86).
+#[inline]
+fn f32_up(f: f32) -> f32 {
+    if f.is_nan() || f == f32::INFINITY {
+        return f;
+    }
+    if f == 0.0 {
+        return f32::from_bits(1);
+    }
+    let b = f.to_bits();
+    f32::from_bits(if f > 0.0 { b + 1 } else { b - 1 })
+}
+
+/// The next `f32` below `f`.
+#[inline]
+fn f32_down(f: f32) -> f32 {
+    -f32_up(-f)
+}
+
+/// The next `f64` after `t` (`f64::next_up`, stable only since Rust 1.86).
+#[inline]
+pub(crate) fn after(t: f64) -> f64 {
+    if t.is_nan() || t == f64::INFINITY {
+        return t;
+    }
+    if t == 0.0 {
+        return f64::from_bits(1);
+    }
+    let b = t.to_bits();
+    f64::from_bits(if t > 0.0 { b + 1 } else { b - 1 })
+}
+
+/// Rounds `x` down to an `f32` (the largest `f32 <= x`).
+#[inline]
+fn down(x: f64) -> f32 {
+    let f = x as f32;
+    if f as f64 > x {
+        f32_down(f)
+    } else {
+        f
+    }
+}
+
+/// Rounds `x` up to an `f32` (the smallest `f32 >= x`).
+#[inline]
+fn up(x: f64) -> f32 {
+    let f = x as f32;
+    if (f as f64) < x {
+        f32_up(f)
+    } else {
+        f
+    }
+}
+
+/// Whether `[t, t_end]` is too short to divide by.
+#[inline]
+fn is_instant(t: f64, t_end: f64) -> bool {
+    t_end - t <= INSTANT * (1.0 + t_end.abs())
+}
+
+/// How far a bound is pushed outwards before rounding, so that a fitted or merged volume holds
+/// its inputs strictly: evaluating it later (in `f64`) cannot land inside them by a rounding.
+#[inline]
+fn nudge(x: f64) -> f64 {
+    1e-12 * (1.0 + x.abs())
+}
+
+/// A lower bound `value(t_end) + rate (s - t_end)` through `(t, a)` and `(t_end, b)`, rounded
+/// outwards; on an instant, the constant `min(a, b)`.
+#[inline]
+fn lower_line(a: f64, b: f64, t: f64, t_end: f64) -> (f32, f32) {
+    let (a, b) = (a - nudge(a), b - nudge(b));
+    if is_instant(t, t_end) {
+        return (down(a.min(b)), 0.0);
+    }
+    let rate = (b - a) / (t_end - t);
+    // s - t_end <= 0: a larger rate lowers the bound.
+    (down(b), up(rate))
+}
+
+/// An upper bound through `(t, a)` and `(t_end, b)`, rounded outwards.
+#[inline]
+fn upper_line(a: f64, b: f64, t: f64, t_end: f64) -> (f32, f32) {
+    let (a, b) = (a + nudge(a), b + nudge(b));
+    if is_instant(t, t_end) {
+        return (up(a.max(b)), 0.0);
+    }
+    let rate = (b - a) / (t_end - t);
+    (up(b), down(rate))
+}
+
+/// Value of the line `(end, rate)` at `s` (with `u = s - t_end`).
+#[inline]
+fn at(end: f32, rate: f32, u: f64) -> f64 {
+    end as f64 + rate as f64 * u
+}
+
+/// Unit axes of the k-DOPs: the first `K / 2` of these are the axes of a `K`-DOP
+/// (coordinate axes, then the 6 edge diagonals, then the 4 corner diagonals).
+fn axis(j: usize) -> DVec3 {
+    const S2: f64 = std::f64::consts::FRAC_1_SQRT_2;
+    // 1 / sqrt(3)
+    const S3: f64 = 0.577_350_269_189_625_8;
+    const AXES: [[f64; 3]; 13] = [
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.0, 0.0, 1.0],
+        [S2, S2, 0.0],
+        [S2, 0.0, S2],
+        [0.0, S2, S2],
+        [S2, -S2, 0.0],
+        [S2, 0.0, -S2],
+        [0.0, S2, -S2],
+        [S3, S3, S3],
+        [S3, S3, -S3],
+        [S3, -S3, S3],
+        [-S3, S3, S3],
+    ];
+    DVec3::from_array(AXES[j])
+}
+
+/// A discrete oriented polytope with `A` slab axes (a `2A`-DOP: `A = 3` is an AABB, 9 an
+/// 18-DOP, 13 a 26-DOP), each slab `[lo, hi]` moving linearly in time.
+///
+/// Four parallel arrays of `A` extents: the overlap test streams `hi`/`lo` of one volume against
+/// `lo`/`hi` of the other axis by axis, and the rates sit beside them for the interval roots.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Dop<const A: usize> {
+    /// Lower extent along each axis at `t_end`.
+    pub lo: [f32; A],
+    /// Upper extent along each axis at `t_end`.
+    pub hi: [f32; A],
+    /// Rate of change of `lo`.
+    pub vlo: [f32; A],
+    /// Rate of change of `hi`.
+    pub vhi: [f32; A],
+}
+
+/// Axis-aligned bounding box (6-DOP).
+pub type Aabb = Dop<3>;
+/// 18-DOP: coordinate axes and edge diagonals.
+pub type Dop18 = Dop<9>;
+/// 26-DOP: coordinate axes, edge and corner diagonals.
+pub type Dop26 = Dop<13>;
+
+impl<const A: usize> Dop<A> {
+    /// The slab `[lo, hi]` along axis `j` at time `s`, for a horizon ending at `t_end`.
+    #[inline]
+    pub fn slab(&self, j: usize, s: f64, t_end: f64) -> (f64, f64) {
+        let u = s - t_end;
+        (
+            at(self.lo[j], self.vlo[j], u),
+            at(self.hi[j], self.vhi[j], u),
+        )
+    }
+}
+
+/// Converts `[lo, hi]` in `u = s - t_end` to times within `[t, t_end]`, widened by the rounding
+/// of the sum so that the interval never shrinks.
+#[inline]
+fn to_times(lo: f64, hi: f64, t: f64, t_end: f64) -> (f64, f64) {
+    let round = 4.0 * f64::EPSILON * (t_end.abs() + lo.abs().max(hi.abs()));
+    let s = if lo <= t - t_end {
+        t
+    } else {
+        (t_end + lo - round).max(t)
+    };
+    let e = if hi >= 0.0 {
+        t_end
+    } else {
+        (t_end + hi + round).min(t_end)
+    };
+    (s, e.max(s))
+}
+
+/// Intersects `[lo, hi]` with the set of `u` where `g + rate u >= 0`.
+#[inline]
+fn clip_linear(g: f64, rate: f64, lo: &mut f64, hi: &mut f64) {
+    if rate > 0.0 {
+        *lo = lo.max(-g / rate);
+    } else if rate < 0.0 {
+        *hi = hi.min(-g / rate);
+    } else if g < 0.0 {
+        *lo = f64::INFINITY;
+    }
+}
+
+impl<const A: usize> Volume for Dop<A> {
+    const NAME: &'static str = match A {
+        3 => "aabb",
+        9 => "kdop18",
+        13 => "kdop26",
+        _ => "kdop",
+    };
+
+    fn fit(p0: &[DVec3], p1: &[DVec3], t: f64, t_end: f64, pad: f64) -> Self {
+        let mut out = Dop {
+            lo: [0.0; A],
+            hi: [0.0; A],
+            vlo: [0.0; A],
+            vhi: [0.0; A],
+        };
+        for j in 0..A {
+            let d = axis(j);
+            let (mut lo0, mut hi0, mut lo1, mut hi1) = (
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+            );
+            for (a, b) in p0.iter().zip(p1) {
+                let (x0, x1) = (d.dot(*a), d.dot(*b));
+                lo0 = lo0.min(x0);
+                hi0 = hi0.max(x0);
+                lo1 = lo1.min(x1);
+                hi1 = hi1.max(x1);
+            }
+            (out.lo[j], out.vlo[j]) = lower_line(lo0 - pad, lo1 - pad, t, t_end);
+            (out.hi[j], out.vhi[j]) = upper_line(hi0 + pad, hi1 + pad, t, t_end);
+        }
+        out
+    }
+
+    fn union(&self, other: &Self, t: f64, t_end: f64) -> Self {
+        let mut out = *self;
+        let u = t - t_end;
+        for j in 0..A {
+            // The min of two lines is concave, so its chord over [t, t_end] lies below it.
+            let lo0 = at(self.lo[j], self.vlo[j], u).min(at(other.lo[j], other.vlo[j], u));
+            let lo1 = (self.lo[j] as f64).min(other.lo[j] as f64);
+            let hi0 = at(self.hi[j], self.vhi[j], u).max(at(other.hi[j], other.vhi[j], u));
+            let hi1 = (self.hi[j] as f64).max(other.hi[j] as f64);
+            (out.lo[j], out.vlo[j]) = lower_line(lo0, lo1, t, t_end);
+            (out.hi[j], out.vhi[j]) = upper_line(hi0, hi1, t, t_end);
+        }
+        out
+    }
+
+    fn contains(&self, inner: &Self, t: f64, t_end: f64) -> bool {
+        [t, t_end].into_iter().all(|s| {
+            (0..A).all(|j| {
+                let (lo, hi) = self.slab(j, s, t_end);
+                let (ilo, ihi) = inner.slab(j, s, t_end);
+                lo <= ilo && ihi <= hi
+            })
+        })
+    }
+
+    fn overlap_interval(&self, other: &Self, t: f64, t_end: f64) -> Option<(f64, f64)> {
+        // Work in u = s - t_end, on [t - t_end, 0].
+        let (mut lo, mut hi) = (t - t_end, 0.0f64);
+        for j in 0..A {
+            // self.hi - other.lo >= 0 and other.hi - self.lo >= 0, each linear in u.
+            let (sh, ol) = (self.hi[j] as f64, other.lo[j] as f64);
+            let (oh, sl) = (other.hi[j] as f64, self.lo[j] as f64);
+            let scale = 1.0 + sh.abs().max(ol.abs()).max(oh.abs()).max(sl.abs());
+            let tol = TOLERANCE * scale;
+            clip_linear(
+                sh - ol + tol,
+                self.vhi[j] as f64 - other.vlo[j] as f64,
+                &mut lo,
+                &mut hi,
+            );
+            clip_linear(
+                oh - sl + tol,
+                other.vhi[j] as f64 - self.vlo[j] as f64,
+                &mut lo,
+                &mut hi,
+            );
+            if lo > hi {
+                return None;
+            }
+        }
+        Some(to_times(lo, hi, t, t_end))
+    }
+
+    fn inflate(&self, d: f64) -> Self {
+        let mut out = *self;
+        for j in 0..A {
+            out.lo[j] = down(self.lo[j] as f64 - d);
+            out.hi[j] = up(self.hi[j] as f64 + d);
+        }
+        out
+    }
+
+    /// Per axis, the unions' extents at `t` and `t_end` bound chords (the union's lower extent
+    /// is concave, its upper extent convex), and each separation condition is linear in
+    /// `lambda = (s - t) / (t_end - t)`: no `f32` rounding and one division per condition.
+    fn unions_meet(a: [&Self; 2], b: [&Self; 2], t: f64, t_end: f64) -> bool {
+        let u = t - t_end;
+        let (mut lo, mut hi) = (0.0f64, 1.0f64);
+        for j in 0..A {
+            let lo_at = |v: &Self, x: f64| at(v.lo[j], v.vlo[j], x);
+            let hi_at = |v: &Self, x: f64| at(v.hi[j], v.vhi[j], x);
+            let ends = |p: [&Self; 2]| {
+                (
+                    lo_at(p[0], u).min(lo_at(p[1], u)),
+                    (p[0].lo[j] as f64).min(p[1].lo[j] as f64),
+                    hi_at(p[0], u).max(hi_at(p[1], u)),
+                    (p[0].hi[j] as f64).max(p[1].hi[j] as f64),
+                )
+            };
+            let (alo0, alo1, ahi0, ahi1) = ends(a);
+            let (blo0, blo1, bhi0, bhi1) = ends(b);
+            let scale = 1.0 + alo0.abs().max(ahi1.abs()).max(blo0.abs()).max(bhi1.abs());
+            let tol = TOLERANCE * scale;
+            for (g0, g1) in [
+                (ahi0 - blo0 + tol, ahi1 - blo1 + tol),
+                (bhi0 - alo0 + tol, bhi1 - alo1 + tol),
+            ] {
+                clip_linear(g0, g1 - g0, &mut lo, &mut hi);
+            }
+            if lo > hi {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn holds_point(&self, p: DVec3, margin: f64, s: f64, t_end: f64) -> bool {
+        (0..A).all(|j| {
+            let (lo, hi) = self.slab(j, s, t_end);
+            let d = axis(j).dot(p);
+            d >= lo + margin && d <= hi - margin
+        })
+    }
+}
+
+/// A sphere whose centre moves linearly in time and whose radius is constant on the horizon.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sphere {
+    /// Centre at `t_end`.
+    pub centre: [f32; 3],
+    /// Velocity of the centre.
+    pub velocity: [f32; 3],
+    /// Radius.
+    pub radius: f32,
+}
+
+impl Sphere {
+    /// The centre at `s`.
+    #[inline]
+    pub fn centre_at(&self, s: f64, t_end: f64) -> DVec3 {
+        let c = DVec3::new(
+            self.centre[0] as f64,
+            self.centre[1] as f64,
+            self.centre[2] as f64,
+        );
+        let v = DVec3::new(
+            self.velocity[0] as f64,
+            self.velocity[1] as f64,
+            self.velocity[2] as f64,
+        );
+        c + (s - t_end) * v
+    }
+
+    /// Stores the centres `c0` at `t` and `c1` at `t_end` with radius `r`, growing the radius by
+    /// the rounding of the centre line to `f32` so that the stored sphere contains the exact one.
+    fn from_line(c0: DVec3, c1: DVec3, r: f64, t: f64, t_end: f64) -> Self {
+        let span = t_end - t;
+        let v = if is_instant(t, t_end) {
+            DVec3::ZERO
+        } else {
+            (c1 - c0) / span
+        };
+        // On an instant the centre is c1; the radius must cover c0 too.
+        let r = if is_instant(t, t_end) {
+            r + (c1 - c0).length()
+        } else {
+            r
+        };
+        let centre = c1.to_array().map(|x| x as f32);
+        let velocity = v.to_array().map(|x| x as f32);
+        let stored = Sphere {
+            centre,
+            velocity,
+            radius: 0.0,
+        };
+        let err = (stored.centre_at(t_end, t_end) - c1)
+            .length()
+            .max((stored.centre_at(t, t_end) - c0).length());
+        Sphere {
+            radius: up((r + err) * (1.0 + 4.0 * f64::EPSILON)),
+            ..stored
+        }
+    }
+}
+
+/// The smallest sphere containing the spheres `(ca, ra)` and `(cb, rb)`.
+fn enclose(ca: DVec3, ra: f64, cb: DVec3, rb: f64) -> (DVec3, f64) {
+    let d = (cb - ca).length();
+    if d + rb <= ra {
+        return (ca, ra);
+    }
+    if d + ra <= rb {
+        return (cb, rb);
+    }
+    let r = 0.5 * (d + ra + rb);
+    // d > 0 here: otherwise one sphere contains the other.
+    (ca + (cb - ca) * ((r - ra) / d), r)
+}
+
+impl Volume for Sphere {
+    const NAME: &'static str = "spheres";
+
+    fn fit(p0: &[DVec3], p1: &[DVec3], t: f64, t_end: f64, pad: f64) -> Self {
+        let n = p0.len().max(1) as f64;
+        let c0 = p0.iter().copied().sum::<DVec3>() / n;
+        let c1 = p1.iter().copied().sum::<DVec3>() / n;
+        // |p(s) - c(s)| is convex in s: its maximum on [t, t_end] is at an end.
+        let r = p0
+            .iter()
+            .zip(p1)
+            .map(|(a, b)| (*a - c0).length().max((*b - c1).length()))
+            .fold(0.0, f64::max);
+        Sphere::from_line(c0, c1, r + pad, t, t_end)
+    }
+
+    fn union(&self, other: &Self, t: f64, t_end: f64) -> Self {
+        let (ra, rb) = (self.radius as f64, other.radius as f64);
+        let (c0, r0) = enclose(self.centre_at(t, t_end), ra, other.centre_at(t, t_end), rb);
+        let (c1, r1) = enclose(
+            self.centre_at(t_end, t_end),
+            ra,
+            other.centre_at(t_end, t_end),
+            rb,
+        );
+        // |c_child(s) - c(s)| + r_child is convex in s: containment at both ends suffices.
+        Sphere::from_line(c0, c1, r0.max(r1), t, t_end)
+    }
+
+    fn contains(&self, inner: &Self, t: f64, t_end: f64) -> bool {
+        [t, t_end].into_iter().all(|s| {
+            (inner.centre_at(s, t_end) - self.centre_at(s, t_end)).length() + inner.radius as f64
+                <= self.radius as f64
+        })
+    }
+
+    fn overlap_interval(&self, other: &Self, t: f64, t_end: f64) -> Option<(f64, f64)> {
+        // |p + q u| <= R for u = s - t_end in [t - t_end, 0].
+        let p = self.centre_at(t_end, t_end) - other.centre_at(t_end, t_end);
+        let q = self.centre_at(t_end + 1.0, t_end)
+            - self.centre_at(t_end, t_end)
+            - (other.centre_at(t_end + 1.0, t_end) - other.centre_at(t_end, t_end));
+        let r = self.radius as f64 + other.radius as f64;
+        let r = r + TOLERANCE * (1.0 + r + p.length());
+        let (a, b, c) = (q.dot(q), 2.0 * p.dot(q), p.dot(p) - r * r);
+        let (umin, umax) = (t - t_end, 0.0f64);
+        let (lo, hi) = if a <= f64::EPSILON * (b.abs() + c.abs()) {
+            // (Nearly) linear: b u + c <= 0.
+            let (mut lo, mut hi) = (umin, umax);
+            clip_linear(-c, -b, &mut lo, &mut hi);
+            (lo, hi)
+        } else {
+            let disc = b * b - 4.0 * a * c;
+            if disc < 0.0 {
+                return None;
+            }
+            let sq = disc.sqrt();
+            let k = -0.5 * (b + b.signum() * sq);
+            let (mut u1, mut u2) = if k == 0.0 { (0.0, 0.0) } else { (k / a, c / k) };
+            if u1 > u2 {
+                std::mem::swap(&mut u1, &mut u2);
+            }
+            // Widen the roots by their rounding.
+            let w = 1e-9 * (1.0 + u1.abs().max(u2.abs()));
+            (umin.max(u1 - w), umax.min(u2 + w))
+        };
+        (lo <= hi).then(|| to_times(lo, hi, t, t_end))
+    }
+
+    fn holds_point(&self, p: DVec3, margin: f64, s: f64, t_end: f64) -> bool {
+        (p - self.centre_at(s, t_end)).length() <= self.radius as f64 - margin
+    }
+
+    fn inflate(&self, d: f64) -> Self {
+        Sphere {
+            radius: up(self.radius as f64 + d),
+            ..*self
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Whether the exact (sampled) volumes of the given trajectories overlap at `s`: there is a
+    /// separating axis among the k-DOP's axes iff the k-DOPs do not overlap.
+    fn dops_overlap_at<const A: usize>(a: &Dop<A>, b: &Dop<A>, s: f64, t_end: f64) -> bool {
+        (0..A).all(|j| {
+            let (al, ah) = a.slab(j, s, t_end);
+            let (bl, bh) = b.slab(j, s, t_end);
+            al <= bh && bl <= ah
+        })
+    }
+
+    fn point() -> impl Strategy<Value = DVec3> {
+        (-10.0..10.0f64, -10.0..10.0f64, -10.0..10.0f64).prop_map(|(x, y, z)| DVec3::new(x, y, z))
+    }
+
+    fn trajectories() -> impl Strategy<Value = (Vec<DVec3>, Vec<DVec3>)> {
+        prop::collection::vec((point(), point()), 1..4)
+            .prop_map(|v| v.into_iter().unzip::<_, _, Vec<_>, Vec<_>>())
+    }
+
+    /// Points of trajectories at `s`.
+    fn sample(p0: &[DVec3], p1: &[DVec3], t: f64, t_end: f64, s: f64) -> Vec<DVec3> {
+        let w = (s - t) / (t_end - t);
+        p0.iter().zip(p1).map(|(a, b)| a.lerp(*b, w)).collect()
+    }
+
+    fn check_dop<const A: usize>(
+        a: (Vec<DVec3>, Vec<DVec3>),
+        b: (Vec<DVec3>, Vec<DVec3>),
+        t: f64,
+        span: f64,
+        pad: f64,
+    ) -> Result<(), TestCaseError> {
+        let t_end = t + span;
+        let va = Dop::<A>::fit(&a.0, &a.1, t, t_end, pad);
+        let vb = Dop::<A>::fit(&b.0, &b.1, t, t_end, pad);
+        let interval = va.overlap_interval(&vb, t, t_end);
+        for k in 0..=64 {
+            let s = t + span * k as f64 / 64.0;
+            // The fitted volumes contain the trajectories (grown by pad).
+            for p in sample(&a.0, &a.1, t, t_end, s) {
+                prop_assert!(va.holds_point(p, pad * (1.0 - 1e-9) - 1e-9, s, t_end));
+            }
+            // A time at which the volumes overlap is inside the reported interval.
+            if dops_overlap_at(&va, &vb, s, t_end) {
+                let (lo, hi) = interval.expect("overlapping volumes reported apart");
+                prop_assert!(lo <= s && s <= hi, "{s} not in [{lo}, {hi}]");
+            }
+        }
+        // The interval is tight at its ends: the volumes (nearly) touch there.
+        if let Some((lo, hi)) = interval {
+            prop_assert!(lo <= hi);
+            for s in [lo, hi] {
+                let close = (0..A).all(|j| {
+                    let (al, ah) = va.slab(j, s, t_end);
+                    let (bl, bh) = vb.slab(j, s, t_end);
+                    al <= bh + 1e-6 && bl <= ah + 1e-6
+                });
+                prop_assert!(close, "the volumes are apart at the interval end {s}");
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn aabb_overlap_interval_is_conservative(
+            a in trajectories(), b in trajectories(), t in 0.0..2.0f64, span in 1e-3..1.0f64,
+            pad in 0.0..0.5f64,
+        ) {
+            check_dop::<3>(a, b, t, span, pad)?;
+        }
+
+        #[test]
+        fn kdop18_overlap_interval_is_conservative(
+            a in trajectories(), b in trajectories(), t in 0.0..2.0f64, span in 1e-3..1.0f64,
+            pad in 0.0..0.5f64,
+        ) {
+            check_dop::<9>(a, b, t, span, pad)?;
+        }
+
+        #[test]
+        fn kdop26_overlap_interval_is_conservative(
+            a in trajectories(), b in trajectories(), t in 0.0..2.0f64, span in 1e-3..1.0f64,
+            pad in 0.0..0.5f64,
+        ) {
+            check_dop::<13>(a, b, t, span, pad)?;
+        }
+
+        #[test]
+        fn sphere_overlap_interval_is_conservative(
+            a in trajectories(), b in trajectories(), t in 0.0..2.0f64, span in 1e-3..1.0f64,
+            pad in 0.0..0.5f64,
+        ) {
+            let t_end = t + span;
+            let va = Sphere::fit(&a.0, &a.1, t, t_end, pad);
+            let vb = Sphere::fit(&b.0, &b.1, t, t_end, pad);
+            let interval = va.overlap_interval(&vb, t, t_end);
+            for k in 0..=64 {
+                let s = t + span * k as f64 / 64.0;
+                for p in sample(&a.0, &a.1, t, t_end, s) {
+                    prop_assert!(va.holds_point(p, pad * (1.0 - 1e-9) - 1e-9, s, t_end));
+                }
+                let d = (va.centre_at(s, t_end) - vb.centre_at(s, t_end)).length();
+                if d <= va.radius as f64 + vb.radius as f64 {
+                    let (lo, hi) = interval.expect("overlapping spheres reported apart");
+                    prop_assert!(lo <= s && s <= hi, "{s} not in [{lo}, {hi}]");
+                }
+            }
+        }
+
+        #[test]
+        fn union_contains_both_children(
+            a in trajectories(), b in trajectories(), t in 0.0..2.0f64, span in 1e-3..1.0f64,
+            mid in 0.0..1.0f64,
+        ) {
+            let t_end = t + span;
+            let s = t + mid * span;
+            let (a18, b18) = (
+                Dop18::fit(&a.0, &a.1, t, t_end, 0.1),
+                Dop18::fit(&b.0, &b.1, t, t_end, 0.1),
+            );
+            let u = a18.union(&b18, s, t_end);
+            prop_assert!(u.contains(&a18, s, t_end) && u.contains(&b18, s, t_end));
+            let (sa, sb) = (
+                Sphere::fit(&a.0, &a.1, t, t_end, 0.1),
+                Sphere::fit(&b.0, &b.1, t, t_end, 0.1),
+            );
+            let u = sa.union(&sb, s, t_end);
+            // Containment up to the rounding of the radius.
+            for x in [s, t_end] {
+                for c in [&sa, &sb] {
+                    let d = (c.centre_at(x, t_end) - u.centre_at(x, t_end)).length();
+                    prop_assert!(d + c.radius as f64 <= u.radius as f64 * (1.0 + 1e-6));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn next_float_helpers_step_by_one_ulp() {
+        for x in [0.0f32, 1.0, -1.0, 3.5e-3, -7.25e6] {
+            assert!(f32_up(x) > x && f32_down(x) < x);
+            assert_eq!(f32_down(f32_up(x)), if x == 0.0 { 0.0 } else { x });
+        }
+        for t in [0.0, 1.0, -2.0, 0.04] {
+            assert!(after(t) > t);
+        }
+    }
+
+    #[test]
+    fn approaching_boxes_start_overlapping_when_the_gap_closes() {
+        // Two unit boxes 3 apart along x approach at a combined speed of 2: the gap of 1 closes
+        // at s = 0.5.
+        let a = Aabb::fit(
+            &[DVec3::ZERO, DVec3::ONE],
+            &[DVec3::X, DVec3::ONE + DVec3::X],
+            0.0,
+            1.0,
+            0.0,
+        );
+        let b = Aabb::fit(
+            &[DVec3::new(2.0, 0.0, 0.0), DVec3::new(3.0, 1.0, 1.0)],
+            &[DVec3::new(1.0, 0.0, 0.0), DVec3::new(2.0, 1.0, 1.0)],
+            0.0,
+            1.0,
+            0.0,
+        );
+        let (lo, hi) = a.overlap_interval(&b, 0.0, 1.0).unwrap();
+        assert!((lo - 0.5).abs() < 1e-6, "{lo}");
+        assert_eq!(hi, 1.0);
+        // Seen from t = 0.6 they overlap at once.
+        assert_eq!(a.overlap_interval(&b, 0.6, 1.0).unwrap().0, 0.6);
+    }
+
+    #[test]
+    fn diagonal_axes_separate_what_boxes_cannot() {
+        // A diagonal segment and a point inside its bounding box but off the diagonal: the boxes
+        // overlap, the 18-DOPs (axis (1, 1, 0)) do not.
+        let seg = [DVec3::new(0.0, 1.0, 0.0), DVec3::new(1.0, 0.0, 0.0)];
+        let pt = [DVec3::new(0.9, 0.9, 0.0)];
+        let box_a = Aabb::fit(&seg, &seg, 0.0, 1.0, 0.1);
+        let box_b = Aabb::fit(&pt, &pt, 0.0, 1.0, 0.1);
+        assert!(box_a.overlap_interval(&box_b, 0.0, 1.0).is_some());
+        let d_a = Dop18::fit(&seg, &seg, 0.0, 1.0, 0.1);
+        let d_b = Dop18::fit(&pt, &pt, 0.0, 1.0, 0.1);
+        assert!(d_a.overlap_interval(&d_b, 0.0, 1.0).is_none());
+    }
+}

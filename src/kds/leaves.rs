@@ -1,0 +1,395 @@
+//! The leaves of the kinetic broad phases and the feature pairs they hand to separation slabs.
+//!
+//! A leaf is one triangle, or a primitive that belongs to no triangle (a loose edge or a loose
+//! vertex, such as a particle). Two leaves whose volumes overlap hand their vertex-triangle and
+//! edge-edge pairs sharing no vertex ([`PairKey`]) to the contact subsystem.
+//!
+//! Leaves bound *reference trajectories* rather than the vertices' current ones (fuzzy
+//! trajectories, thesis §8.2): each vertex has a straight reference path over the horizon, and
+//! each leaf volume holds its vertices' reference paths grown by `margin + slack`. A velocity
+//! change that keeps a vertex within `slack` of its reference path (at the kick and at the
+//! horizon's end: the distance between two linear paths is convex in time) leaves every volume
+//! valid and costs no broad-phase work; only a vertex that strays gets a new reference path and
+//! refits its leaves.
+
+use glam::DVec3;
+use hashbrown::HashMap;
+
+use super::kdop::Volume;
+use super::swept_boxes::PairKey;
+use crate::mesh::Csr;
+use crate::state::VertexState;
+
+/// Marks an unused slot.
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// The leaf primitives and their topology (structure of arrays, indexed by leaf id: triangles
+/// first, in triangle order, then loose edges, then loose vertices).
+#[derive(Debug)]
+pub struct Leaves {
+    /// Global edge list (vertex pairs).
+    pub edges: Vec<[u32; 2]>,
+    /// Global triangle list.
+    pub triangles: Vec<[u32; 3]>,
+    /// Each leaf's vertices, `NONE`-padded.
+    verts: Vec<[u32; 3]>,
+    /// Each leaf's edges (ids into `edges`), `NONE`-padded.
+    leaf_edges: Vec<[u32; 3]>,
+    /// Each leaf's triangle, or `NONE`.
+    tri: Vec<u32>,
+    /// Vertex -> the leaves holding it.
+    pub vertex_leaves: Csr,
+    /// Edge -> the leaves holding it.
+    edge_leaves: Csr,
+}
+
+impl Leaves {
+    /// Leaves over these primitives of `vertex_count` vertices.
+    pub fn new(edges: Vec<[u32; 2]>, triangles: Vec<[u32; 3]>, vertex_count: usize) -> Self {
+        let edge_id: HashMap<(u32, u32), u32> = edges
+            .iter()
+            .enumerate()
+            .map(|(e, &[a, b])| ((a.min(b), a.max(b)), e as u32))
+            .collect();
+        let mut verts = Vec::with_capacity(triangles.len());
+        let mut leaf_edges = Vec::with_capacity(triangles.len());
+        let mut tri = Vec::with_capacity(triangles.len());
+        let mut edge_used = vec![false; edges.len()];
+        let mut vertex_used = vec![false; vertex_count];
+        for (t, &[a, b, c]) in triangles.iter().enumerate() {
+            let mut es = [NONE; 3];
+            for (k, (p, q)) in [(a, b), (b, c), (c, a)].into_iter().enumerate() {
+                if let Some(&e) = edge_id.get(&(p.min(q), p.max(q))) {
+                    es[k] = e;
+                    edge_used[e as usize] = true;
+                }
+            }
+            for v in [a, b, c] {
+                vertex_used[v as usize] = true;
+            }
+            verts.push([a, b, c]);
+            leaf_edges.push(es);
+            tri.push(t as u32);
+        }
+        for (e, &[a, b]) in edges.iter().enumerate() {
+            if !edge_used[e] {
+                vertex_used[a as usize] = true;
+                vertex_used[b as usize] = true;
+                verts.push([a, b, NONE]);
+                leaf_edges.push([e as u32, NONE, NONE]);
+                tri.push(NONE);
+            }
+        }
+        for (v, used) in vertex_used.iter().enumerate() {
+            if !used {
+                verts.push([v as u32, NONE, NONE]);
+                leaf_edges.push([NONE; 3]);
+                tri.push(NONE);
+            }
+        }
+        let vertex_leaves = Csr::from_pairs(
+            vertex_count,
+            verts.iter().enumerate().flat_map(|(l, vs)| {
+                vs.iter()
+                    .filter(|&&v| v != NONE)
+                    .map(move |&v| (v, l as u32))
+            }),
+        );
+        let edge_leaves = Csr::from_pairs(
+            edges.len(),
+            leaf_edges.iter().enumerate().flat_map(|(l, es)| {
+                es.iter()
+                    .filter(|&&e| e != NONE)
+                    .map(move |&e| (e, l as u32))
+            }),
+        );
+        Self {
+            edges,
+            triangles,
+            verts,
+            leaf_edges,
+            tri,
+            vertex_leaves,
+            edge_leaves,
+        }
+    }
+
+    /// Number of leaves.
+    pub fn len(&self) -> usize {
+        self.verts.len()
+    }
+
+    /// Whether there is no leaf.
+    pub fn is_empty(&self) -> bool {
+        self.verts.is_empty()
+    }
+
+    /// The vertices of leaf `l`.
+    #[inline]
+    pub fn verts(&self, l: u32) -> impl Iterator<Item = u32> + '_ {
+        self.verts[l as usize].into_iter().filter(|&v| v != NONE)
+    }
+
+    fn edges_of(&self, l: u32) -> impl Iterator<Item = u32> + '_ {
+        self.leaf_edges[l as usize]
+            .into_iter()
+            .filter(|&e| e != NONE)
+    }
+
+    /// The leaves holding vertex `v`.
+    #[inline]
+    pub fn of_vertex(&self, v: u32) -> &[u32] {
+        self.vertex_leaves.row(v as usize)
+    }
+
+    /// Calls `found` for every VT and EE pair of leaves `a` and `b` sharing no vertex.
+    pub fn features(&self, a: u32, b: u32, found: &mut impl FnMut(PairKey)) {
+        if a == b {
+            return;
+        }
+        for (p, q) in [(a, b), (b, a)] {
+            let t = self.tri[q as usize];
+            if t == NONE {
+                continue;
+            }
+            let tv = self.triangles[t as usize];
+            for v in self.verts(p) {
+                if !tv.contains(&v) {
+                    found(PairKey::VertexTriangle(v, t));
+                }
+            }
+        }
+        for e in self.edges_of(a) {
+            let ev = self.edges[e as usize];
+            for f in self.edges_of(b) {
+                let fv = self.edges[f as usize];
+                if e != f && !ev.iter().any(|v| fv.contains(v)) {
+                    found(PairKey::EdgeEdge(e.min(f), e.max(f)));
+                }
+            }
+        }
+    }
+
+    /// The four vertices of `key`.
+    pub fn key_vertices(&self, key: PairKey) -> [u32; 4] {
+        match key {
+            PairKey::VertexTriangle(v, t) => {
+                let [a, b, c] = self.triangles[t as usize];
+                [v, a, b, c]
+            }
+            PairKey::EdgeEdge(e, f) => {
+                let ([a, b], [c, d]) = (self.edges[e as usize], self.edges[f as usize]);
+                [a, b, c, d]
+            }
+        }
+    }
+
+    /// Whether `key` is one of the feature pairs of leaves `a` and `b`.
+    pub fn covers(&self, a: u32, b: u32, key: PairKey) -> bool {
+        let holds_edge = |l: u32, e: u32| self.leaf_edges[l as usize].contains(&e);
+        let holds_vertex = |l: u32, v: u32| self.verts[l as usize].contains(&v);
+        match key {
+            PairKey::VertexTriangle(v, t) => {
+                (self.tri[b as usize] == t && holds_vertex(a, v))
+                    || (self.tri[a as usize] == t && holds_vertex(b, v))
+            }
+            PairKey::EdgeEdge(e, f) => {
+                (holds_edge(a, e) && holds_edge(b, f)) || (holds_edge(a, f) && holds_edge(b, e))
+            }
+        }
+    }
+
+    /// Leaves whose feature pairs may include `key`, paired with the leaves to look for: for a
+    /// VT pair the vertex's leaves against the triangle's leaf, for an EE pair the first edge's
+    /// leaves against the second's.
+    pub fn sides(&self, key: PairKey) -> (&[u32], &[u32]) {
+        match key {
+            PairKey::VertexTriangle(v, t) => (
+                self.vertex_leaves.row(v as usize),
+                std::slice::from_ref(&self.tri[t as usize]),
+            ),
+            PairKey::EdgeEdge(e, f) => (
+                self.edge_leaves.row(e as usize),
+                self.edge_leaves.row(f as usize),
+            ),
+        }
+    }
+
+    /// The centroid of leaf `l` at time `s`.
+    pub fn centroid(&self, l: u32, state: &VertexState, s: f64) -> DVec3 {
+        let (sum, n) = self.verts(l).fold((DVec3::ZERO, 0.0), |(sum, n), v| {
+            (sum + state.position_at(v as usize, s), n + 1.0)
+        });
+        sum / n
+    }
+}
+
+/// Per-vertex volumes of kind `V` around the reference trajectories (grown by the leaves'
+/// pad), refreshed when a reference changes: they make [`near`](Self::near) one overlap test
+/// for a VT pair and two unions and a test for an EE pair.
+#[derive(Debug)]
+pub struct VertexVolumes<V> {
+    vol: Vec<V>,
+}
+
+impl<V: Volume> VertexVolumes<V> {
+    /// Volumes for `n` vertices (placeholders until [`refresh`](Self::refresh)).
+    pub fn new(n: usize) -> Self {
+        let zero = [DVec3::ZERO];
+        Self {
+            vol: vec![V::fit(&zero, &zero, 0.0, 0.0, 0.0); n],
+        }
+    }
+
+    /// Fits vertex `v`'s volume to its reference on `[t, t_end]`, grown by `pad`.
+    #[inline]
+    pub fn refresh(&mut self, refs: &References, v: u32, (t, t_end): (f64, f64), pad: f64) {
+        let (p0, p1) = (refs.at(v, t, t_end), refs.at(v, t_end, t_end));
+        self.vol[v as usize] = V::fit(&[p0], &[p1], t, t_end, pad);
+    }
+
+    /// Whether the two primitives of `key` may come within `eta1` before `t_end`: their
+    /// volumes around the reference trajectories on `[now, t_end]` (grown by half of `eta1` plus
+    /// the reference slack) overlap at some time. Leaf pairs hand over only these feature
+    /// pairs; the others stay apart until `t_end` or until a vertex of theirs strays from its
+    /// reference (which refits its leaves and looks again). `triangle(t)` is the leaf volume of
+    /// triangle `t`.
+    pub fn near(
+        &self,
+        leaves: &Leaves,
+        key: PairKey,
+        (now, t_end): (f64, f64),
+        triangle: impl Fn(u32) -> V,
+    ) -> bool {
+        match key {
+            PairKey::VertexTriangle(v, t) => self.vol[v as usize]
+                .overlap_interval(&triangle(t), now, t_end)
+                .is_some(),
+            PairKey::EdgeEdge(e, f) => {
+                let edge = |e: u32| leaves.edges[e as usize].map(|v| &self.vol[v as usize]);
+                V::unions_meet(edge(e), edge(f), now, t_end)
+            }
+        }
+    }
+
+    /// Heap bytes held.
+    pub fn bytes(&self) -> usize {
+        self.vol.capacity() * std::mem::size_of::<V>()
+    }
+}
+
+/// Reference trajectories of the vertices over the horizon (see the module docs).
+#[derive(Debug, Default)]
+pub struct References {
+    /// Reference position at the horizon's end.
+    end: Vec<DVec3>,
+    /// Reference velocity.
+    vel: Vec<DVec3>,
+}
+
+impl References {
+    /// References for `n` vertices (all at the origin until [`reset_all`](Self::reset_all)).
+    pub fn new(n: usize) -> Self {
+        Self {
+            end: vec![DVec3::ZERO; n],
+            vel: vec![DVec3::ZERO; n],
+        }
+    }
+
+    /// The reference position of vertex `v` at `s`.
+    #[inline]
+    pub fn at(&self, v: u32, s: f64, t_end: f64) -> DVec3 {
+        self.end[v as usize] + (s - t_end) * self.vel[v as usize]
+    }
+
+    /// Makes vertex `v`'s current trajectory its reference.
+    #[inline]
+    pub fn reset(&mut self, v: u32, state: &VertexState, t_end: f64) {
+        self.end[v as usize] = state.position_at(v as usize, t_end);
+        self.vel[v as usize] = state.v[v as usize];
+    }
+
+    /// Makes every vertex's current trajectory its reference.
+    pub fn reset_all(&mut self, state: &VertexState, t_end: f64) {
+        for v in 0..state.len() as u32 {
+            self.reset(v, state, t_end);
+        }
+    }
+
+    /// Whether vertex `v` stays within `slack` of its reference from `t` to `t_end`.
+    #[inline]
+    pub fn follows(&self, v: u32, state: &VertexState, t: f64, t_end: f64, slack: f64) -> bool {
+        let i = v as usize;
+        (state.position_at(i, t) - self.at(v, t, t_end)).length_squared() <= slack * slack
+            && (state.position_at(i, t_end) - self.end[i]).length_squared() <= slack * slack
+    }
+
+    /// The reference points of leaf `l` at `t` and at `t_end`, written into `p0` and `p1`.
+    pub fn leaf_points(
+        &self,
+        leaves: &Leaves,
+        l: u32,
+        t: f64,
+        t_end: f64,
+        p0: &mut Vec<DVec3>,
+        p1: &mut Vec<DVec3>,
+    ) {
+        p0.clear();
+        p1.clear();
+        for v in leaves.verts(l) {
+            p0.push(self.at(v, t, t_end));
+            p1.push(self.end[v as usize]);
+        }
+    }
+
+    /// Heap bytes held.
+    pub fn bytes(&self) -> usize {
+        (self.end.capacity() + self.vel.capacity()) * std::mem::size_of::<DVec3>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two triangles sharing the edge 1-2, plus a particle (vertex 4).
+    fn quad() -> Leaves {
+        let edges = vec![[0, 1], [1, 2], [2, 0], [1, 3], [3, 2]];
+        let triangles = vec![[0, 1, 2], [1, 3, 2]];
+        Leaves::new(edges, triangles, 5)
+    }
+
+    #[test]
+    fn loose_vertices_become_leaves() {
+        let l = quad();
+        assert_eq!(l.len(), 3);
+        assert_eq!(l.verts(2).collect::<Vec<_>>(), vec![4]);
+        assert_eq!(l.of_vertex(4), &[2]);
+        assert_eq!(l.of_vertex(1), &[0, 1]);
+    }
+
+    #[test]
+    fn features_skip_shared_vertices() {
+        let l = quad();
+        let mut found = Vec::new();
+        l.features(0, 1, &mut |k| found.push(k));
+        found.sort();
+        // Vertex 0 against triangle 1, vertex 3 against triangle 0, edge 0-1 against 3-2 and
+        // edge 2-0 against 1-3; everything else shares a vertex.
+        assert_eq!(
+            found,
+            vec![
+                PairKey::VertexTriangle(0, 1),
+                PairKey::VertexTriangle(3, 0),
+                PairKey::EdgeEdge(0, 4),
+                PairKey::EdgeEdge(2, 3),
+            ]
+        );
+        for &k in &found {
+            assert!(l.covers(0, 1, k) && l.covers(1, 0, k));
+        }
+        let mut particle = Vec::new();
+        l.features(2, 0, &mut |k| particle.push(k));
+        assert_eq!(particle, vec![PairKey::VertexTriangle(4, 0)]);
+    }
+}

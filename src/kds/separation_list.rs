@@ -1,0 +1,827 @@
+//! The kinetic separation list (thesis §5.3 after Weller and Zachmann 2006; DESIGN §6): the
+//! frontier of a self-traversal of one [`Bvh`], maintained by certificates.
+//!
+//! **Pairs.** A node pair is either *apart* (a frontier pair: its volumes do not overlap now) or
+//! *open* (they overlap, and the traversal continues below it: its child pairs exist). The
+//! root's self pair is always open. An open internal pair `(A, B)` has the child pairs
+//! `(A_i, B_j)` (for a self pair `(A, A)`: `(A_l, A_l)`, `(A_r, A_r)`, `(A_l, A_r)`, leaving out
+//! self pairs of leaves); an open leaf pair has handed its feature pairs to the separation slabs
+//! ([`Leaves::features`]).
+//!
+//! **Certificates.** Each pair has one event, the earlier of its two failures:
+//! - an apart pair starts to overlap: it opens (descends), recursively while children overlap;
+//! - an open pair stops overlapping: it collapses (its subtree is freed, open leaf pairs below it
+//!   take their feature pairs back) and becomes an apart pair again. This is the "parents stop
+//!   overlapping" certificate of the thesis, held by the parent itself. The *lazy* variant
+//!   (`eager = false`) skips it and collapses only at horizon rebuilds, as the thesis's lazy
+//!   hand-back did; `ListStats::pair_seconds` measures what that costs.
+//!
+//! **Horizon.** Volumes are valid on `[now, t_end]` and no certificate is computed past `t_end`
+//! (the short-circuit of thesis §8.1): the engine rebuilds the horizon there.
+//!
+//! **Contingency.** A kick that keeps a vertex near its reference trajectory costs one distance
+//! test ([`References::follows`]). A vertex that strays refits its leaves and the ancestors
+//! whose volumes no longer contain them ([`Bvh::refit_leaf`]); each node keeps an intrusive list
+//! of the pairs it is in, so only the pairs of the changed nodes are re-timed.
+//!
+//! Pair records are a structure of arrays indexed by pair id with a free list; the certificates
+//! sit in the list's own [`EventQueue`] keyed by pair id, so ties pop in id order and a run is
+//! deterministic.
+
+use super::bvh::Bvh;
+use super::kdop::{after, Volume};
+use super::leaves::{Leaves, References, VertexVolumes, NONE};
+use super::swept_boxes::PairKey;
+use crate::events::EventQueue;
+use crate::ids::EventId;
+use crate::state::VertexState;
+
+/// Counters of a separation list (cheap, always on).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ListStats {
+    /// Apart (frontier) pairs alive now.
+    pub apart: usize,
+    /// Open pairs alive now (self pairs of internal nodes included).
+    pub open: usize,
+    /// Most pairs alive at once.
+    pub peak_pairs: usize,
+    /// Integral of the number of live pairs over simulated time (pair-seconds): divided by the
+    /// simulated time, the average size of the separation list.
+    pub pair_seconds: f64,
+    /// Certificates processed.
+    pub certificates: u64,
+    /// Pairs opened.
+    pub descents: u64,
+    /// Open pairs collapsed.
+    pub collapses: u64,
+    /// Pairs re-timed after refits.
+    pub retimes: u64,
+    /// Leaf volumes refitted after vertices strayed from their references.
+    pub leaf_refits: u64,
+}
+
+/// Node pairs (structure of arrays, indexed by pair id).
+#[derive(Debug, Default)]
+struct Pairs {
+    /// The two nodes, `a <= b`.
+    a: Vec<u32>,
+    b: Vec<u32>,
+    /// First child pair of an open pair (`NONE` if apart or a leaf pair).
+    child: Vec<u32>,
+    /// Next sibling under the same parent pair.
+    sibling: Vec<u32>,
+    open: Vec<bool>,
+    live: Vec<bool>,
+    /// Links of the per-node pair lists, one per side (`a`, then `b`; a self pair is listed
+    /// once): entries are `pair << 1 | side`.
+    next: Vec<[u32; 2]>,
+    prev: Vec<[u32; 2]>,
+}
+
+/// The kinetic separation list over volumes of kind `V` (see the module docs).
+#[derive(Debug)]
+pub struct SeparationList<V> {
+    leaves: Leaves,
+    refs: References,
+    vertex_vols: VertexVolumes<V>,
+    bvh: Bvh<V>,
+    /// Half of `eta1`: two leaves apart are at least `eta1` apart.
+    margin: f64,
+    /// How far a vertex may stray from its reference path without a refit.
+    slack: f64,
+    eager: bool,
+    now: f64,
+    t_end: f64,
+    rebuilding: bool,
+    pairs: Pairs,
+    free: Vec<u32>,
+    /// Per node: the first entry of its pair list.
+    head: Vec<u32>,
+    queue: EventQueue,
+    /// Feature pairs taken back since the engine last asked.
+    lost: Vec<PairKey>,
+    node_stamp: Vec<u32>,
+    /// Per vertex: the update epoch that last reset its reference.
+    vertex_stamp: Vec<u32>,
+    epoch: u32,
+    scratch_nodes: Vec<u32>,
+    scratch_leaves: Vec<u32>,
+    stack: Vec<u32>,
+    stats: ListStats,
+    /// Audit calls so far (see [`SeparationList::audit`]).
+    audits: std::sync::atomic::AtomicU64,
+}
+
+/// The O(list) part of the audit runs on every this-many calls.
+const FULL_AUDIT_EVERY: u64 = 32;
+
+impl<V: Volume> SeparationList<V> {
+    /// A separation list over these primitives; `eta1` is the first layer's thickness, `slack`
+    /// how far (cm) a vertex may stray from its reference before its leaves are refitted, and
+    /// `eager` selects the collapse certificate (see the module docs).
+    pub fn new(leaves: Leaves, state: &VertexState, eta1: f64, slack: f64, eager: bool) -> Self {
+        let centroids: Vec<_> = (0..leaves.len() as u32)
+            .map(|l| leaves.centroid(l, state, 0.0))
+            .collect();
+        let placeholder = V::fit(&[glam::DVec3::ZERO], &[glam::DVec3::ZERO], 0.0, 0.0, 0.0);
+        let bvh = Bvh::build(&centroids, placeholder);
+        let nodes = bvh.len();
+        Self {
+            refs: References::new(state.len()),
+            vertex_vols: VertexVolumes::new(state.len()),
+            leaves,
+            bvh,
+            margin: 0.5 * eta1,
+            slack,
+            eager,
+            now: 0.0,
+            t_end: 0.0,
+            rebuilding: false,
+            pairs: Pairs::default(),
+            free: Vec::new(),
+            head: vec![NONE; nodes],
+            queue: EventQueue::new(),
+            lost: Vec::new(),
+            node_stamp: vec![0; nodes],
+            vertex_stamp: vec![0; state.len()],
+            epoch: 0,
+            scratch_nodes: Vec::new(),
+            scratch_leaves: Vec::new(),
+            stack: Vec::new(),
+            stats: ListStats::default(),
+            audits: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// The leaves and their topology.
+    pub fn leaves(&self) -> &Leaves {
+        &self.leaves
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &ListStats {
+        &self.stats
+    }
+
+    /// Leaf volumes refitted so far after vertices strayed.
+    pub fn leaf_refits(&self) -> u64 {
+        self.stats.leaf_refits
+    }
+
+    /// Certificates queued now.
+    pub fn certificates(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// The end of the current horizon.
+    pub fn window_end(&self) -> f64 {
+        self.t_end
+    }
+
+    /// Heap bytes held (for the memory-per-vertex measurements).
+    pub fn bytes(&self) -> usize {
+        let p = &self.pairs;
+        self.bvh.bytes()
+            + self.refs.bytes()
+            + self.vertex_vols.bytes()
+            + (p.a.capacity() + p.b.capacity() + p.child.capacity() + p.sibling.capacity()) * 4
+            + (p.open.capacity() + p.live.capacity())
+            + (p.next.capacity() + p.prev.capacity()) * 8
+            + (self.head.capacity() + self.node_stamp.capacity() + self.free.capacity()) * 4
+            + self.queue.len() * 20
+    }
+
+    /// The time of the next certificate failure (`now` while taken-back pairs wait to be
+    /// collected, `+inf` if none).
+    pub fn next_failure_time(&self) -> f64 {
+        if !self.lost.is_empty() {
+            return self.now;
+        }
+        self.queue.peek().map_or(f64::INFINITY, |(_, t)| t)
+    }
+
+    fn account(&mut self, t: f64) {
+        if t > self.now {
+            let live = self.stats.apart + self.stats.open;
+            self.stats.pair_seconds += live as f64 * (t - self.now);
+            self.now = t;
+        }
+    }
+
+    fn pad(&self) -> f64 {
+        self.margin + self.slack
+    }
+
+    /// Starts a new horizon `[t, t_end]`: every vertex's trajectory becomes its reference, every
+    /// volume is refitted and every pair re-timed; calls `found` for the feature pairs of leaf
+    /// pairs that open.
+    pub fn rebuild(
+        &mut self,
+        state: &VertexState,
+        t: f64,
+        t_end: f64,
+        found: &mut impl FnMut(PairKey),
+    ) {
+        self.account(t);
+        self.t_end = t_end;
+        self.refs.reset_all(state, t_end);
+        let pad = self.pad();
+        for v in 0..state.len() as u32 {
+            self.vertex_vols.refresh(&self.refs, v, (t, t_end), pad);
+        }
+        let grow = self.slack;
+        self.bvh
+            .refit_all(&self.leaves, &self.refs, (t, t_end), pad, grow);
+        if self.pairs.a.is_empty() && self.bvh.leaf(0).is_none() && !self.bvh.is_empty() {
+            self.alloc(0, 0);
+            self.stats.open += 1;
+            self.stats.apart -= 1;
+            self.pairs.open[0] = true;
+            self.descend_children(0, t, found);
+        }
+        self.rebuilding = true;
+        for p in 0..self.pairs.a.len() as u32 {
+            if self.pairs.live[p as usize] {
+                self.schedule(p, t);
+            }
+        }
+        self.process_due(t, found);
+        self.rebuilding = false;
+        for p in 0..self.pairs.a.len() {
+            if self.pairs.live[p] && self.pairs.open[p] {
+                let (a, b) = (self.pairs.a[p], self.pairs.b[p]);
+                if let (Some(la), Some(lb)) = (self.bvh.leaf(a), self.bvh.leaf(b)) {
+                    self.hand_over(la, lb, found);
+                }
+            }
+        }
+    }
+
+    /// After the velocities of `vertices` changed at `t`: refits the leaves of the vertices that
+    /// left their reference paths, re-times the pairs of the changed nodes and processes what
+    /// is due now, calling `found` for feature pairs handed over.
+    pub fn update(
+        &mut self,
+        state: &VertexState,
+        t: f64,
+        vertices: &[u32],
+        found: &mut impl FnMut(PairKey),
+    ) {
+        self.account(t);
+        let mut dirty = std::mem::take(&mut self.scratch_leaves);
+        dirty.clear();
+        self.epoch = self.epoch.wrapping_add(1);
+        for &v in vertices {
+            if !self.refs.follows(v, state, t, self.t_end, self.slack) {
+                self.refs.reset(v, state, self.t_end);
+                let span = (t, self.t_end);
+                self.vertex_vols
+                    .refresh(&self.refs, v, span, self.margin + self.slack);
+                self.vertex_stamp[v as usize] = self.epoch;
+                dirty.extend_from_slice(self.leaves.of_vertex(v));
+            }
+        }
+        if !dirty.is_empty() {
+            dirty.sort_unstable();
+            dirty.dedup();
+            self.stats.leaf_refits += dirty.len() as u64;
+            let mut changed = std::mem::take(&mut self.scratch_nodes);
+            changed.clear();
+            let (pads, span, epoch) = ((self.pad(), self.slack), (t, self.t_end), self.epoch);
+            let stamp = &mut self.node_stamp;
+            for &l in &dirty {
+                self.bvh
+                    .refit_leaf(&self.leaves, &self.refs, l, span, pads, &mut |n| {
+                        if stamp[n as usize] != epoch {
+                            stamp[n as usize] = epoch;
+                            changed.push(n);
+                        }
+                    });
+            }
+            for &n in &changed {
+                let mut e = self.head[n as usize];
+                while e != NONE {
+                    let (p, side) = (e >> 1, (e & 1) as usize);
+                    self.stats.retimes += 1;
+                    self.schedule(p, t);
+                    e = self.pairs.next[p as usize][side];
+                }
+            }
+            self.scratch_nodes = changed;
+            self.process_due(t, found);
+            for &l in &dirty {
+                self.hand_over_again(l, found);
+            }
+        }
+        self.scratch_leaves = dirty;
+    }
+
+    /// Processes every certificate due at or before `t`: calls `found` for feature pairs handed
+    /// to slabs and `lost` for those taken back.
+    pub fn advance(
+        &mut self,
+        t: f64,
+        found: &mut impl FnMut(PairKey),
+        lost: &mut impl FnMut(PairKey),
+    ) {
+        self.account(t);
+        self.process_due(t, found);
+        for k in self.lost.drain(..) {
+            lost(k);
+        }
+    }
+
+    /// Calls `found` for the feature pairs of leaves `la` and `lb` that may come within `eta1`
+    /// before the horizon's end ([`Leaves::near`]).
+    fn hand_over(&self, la: u32, lb: u32, found: &mut impl FnMut(PairKey)) {
+        self.leaves.features(la, lb, &mut |k| {
+            if self.near(k) {
+                found(k);
+            }
+        });
+    }
+
+    /// [`Leaves::near`] over the current horizon, with the leaf volumes of the hierarchy.
+    fn near(&self, key: PairKey) -> bool {
+        let span = (self.now, self.t_end);
+        self.vertex_vols.near(&self.leaves, key, span, |t| {
+            self.bvh.vol[self.bvh.leaf_node(t) as usize]
+        })
+    }
+
+    /// Hands over again the near feature pairs of every open leaf pair of leaf `l` that involve
+    /// a vertex whose reference changed in this update (stamped `epoch`): the others' answer
+    /// cannot have changed.
+    fn hand_over_again(&self, l: u32, found: &mut impl FnMut(PairKey)) {
+        let node = self.bvh.leaf_node(l);
+        let mut e = self.head[node as usize];
+        while e != NONE {
+            let (p, side) = ((e >> 1) as usize, (e & 1) as usize);
+            let other = if side == 0 {
+                self.pairs.b[p]
+            } else {
+                self.pairs.a[p]
+            };
+            if self.pairs.open[p] {
+                if let Some(lo) = self.bvh.leaf(other) {
+                    self.leaves.features(l, lo, &mut |k| {
+                        let moved = self
+                            .leaves
+                            .key_vertices(k)
+                            .iter()
+                            .any(|&v| self.vertex_stamp[v as usize] == self.epoch);
+                        if moved && self.near(k) {
+                            found(k);
+                        }
+                    });
+                }
+            }
+            e = self.pairs.next[p][side];
+        }
+    }
+
+    /// Whether some open leaf pair holds `key` among its feature pairs now and the pair's
+    /// primitives may come within `eta1` before the horizon's end.
+    pub fn overlaps(&self, key: PairKey) -> bool {
+        if !self.near(key) {
+            return false;
+        }
+        let (side, _) = self.leaves.sides(key);
+        side.iter().any(|&la| {
+            let node = self.bvh.leaf_node(la);
+            let mut e = self.head[node as usize];
+            while e != NONE {
+                let (p, side) = ((e >> 1) as usize, (e & 1) as usize);
+                let other = if side == 0 {
+                    self.pairs.b[p]
+                } else {
+                    self.pairs.a[p]
+                };
+                if self.pairs.open[p] {
+                    if let Some(lb) = self.bvh.leaf(other) {
+                        if self.leaves.covers(la, lb, key) {
+                            return true;
+                        }
+                    }
+                }
+                e = self.pairs.next[p][side];
+            }
+            false
+        })
+    }
+
+    /// The audit (`--audit`), at `t` (it holds between a kick and the update that follows it,
+    /// so the engine may call it at either): every vertex is within the slack of its reference
+    /// and inside its leaves' volumes grown by half of `eta1`, every node contains its
+    /// children, and no apart pair whose certificate is not due overlaps. Together: every leaf
+    /// pair that could come within `eta1` before its next event is under an open leaf pair
+    /// (whose features have slabs) or certified apart by a frontier pair.
+    pub fn audit(&self, state: &VertexState, t: f64) -> Result<(), String> {
+        let t_end = self.t_end;
+        for v in 0..state.len() as u32 {
+            let p = state.position_at(v as usize, t);
+            let slack = self.slack * (1.0 + 1e-9) + 1e-12;
+            if (p - self.refs.at(v, t, t_end)).length() > slack {
+                return Err(format!(
+                    "vertex {v} strayed from its broad-phase reference at t = {t}"
+                ));
+            }
+            for &l in self.leaves.of_vertex(v) {
+                let vol = &self.bvh.vol[self.bvh.leaf_node(l) as usize];
+                if !vol.holds_point(p, self.margin * (1.0 - 1e-9), t, t_end) {
+                    return Err(format!(
+                        "vertex {v} is not inside the volume of leaf {l} at t = {t}"
+                    ));
+                }
+            }
+        }
+        // The node and frontier scans are O(list); the engine audits before every sweep and
+        // after every event, so they run on every [`FULL_AUDIT_EVERY`]th call (counted, so the
+        // choice is deterministic); the vertex checks above run on every call.
+        let calls = self
+            .audits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if calls % FULL_AUDIT_EVERY != 0 {
+            return Ok(());
+        }
+        self.bvh.validate(t, t_end)?;
+        if t >= t_end {
+            // The horizon is over: certificates stop short of its end (the short-circuit) and
+            // the rebuild due now re-times every pair.
+            return Ok(());
+        }
+        for p in 0..self.pairs.a.len() {
+            if !self.pairs.live[p] || self.pairs.open[p] {
+                continue;
+            }
+            let due = self
+                .queue
+                .time_of(EventId(p as u32))
+                .is_some_and(|s| s <= t);
+            if !due && self.overlapping(p as u32, t) {
+                return Err(format!(
+                    "frontier pair of nodes {} and {} overlaps at t = {t} but its certificate \
+                     is not due",
+                    self.pairs.a[p], self.pairs.b[p]
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn interval(&self, p: u32) -> Option<(f64, f64)> {
+        let (a, b) = (self.pairs.a[p as usize], self.pairs.b[p as usize]);
+        if a == b {
+            return Some((f64::NEG_INFINITY, f64::INFINITY));
+        }
+        self.bvh.vol[a as usize].overlap_interval(&self.bvh.vol[b as usize], self.now, self.t_end)
+    }
+
+    fn overlapping(&self, p: u32, t: f64) -> bool {
+        let (a, b) = (self.pairs.a[p as usize], self.pairs.b[p as usize]);
+        if a == b {
+            return true;
+        }
+        self.bvh.vol[a as usize]
+            .overlap_interval(&self.bvh.vol[b as usize], t, self.t_end.max(t))
+            .is_some_and(|(s, _)| s <= t)
+    }
+
+    /// Queues pair `p`'s next certificate as seen at `t` (the current time).
+    fn schedule(&mut self, p: u32, t: f64) {
+        let id = EventId(p);
+        let interval = self.interval(p);
+        let overlapping = interval.is_some_and(|(s, _)| s <= t);
+        let when = if self.pairs.open[p as usize] {
+            match interval {
+                _ if !overlapping => (self.eager || self.rebuilding).then_some(t),
+                Some((_, e)) if self.eager && e < self.t_end => {
+                    // Overlapping at t: it stops strictly later.
+                    Some(if e > t { e } else { after(t) })
+                }
+                _ => None,
+            }
+        } else {
+            match interval {
+                Some((s, _)) if s <= t || s < self.t_end => Some(s.max(t)),
+                _ => None,
+            }
+        };
+        match when {
+            Some(s) => self.queue.update(id, s),
+            None => {
+                self.queue.remove(id);
+            }
+        }
+    }
+
+    fn process_due(&mut self, t: f64, found: &mut impl FnMut(PairKey)) {
+        while let Some((id, s)) = self.queue.peek() {
+            if s > t {
+                break;
+            }
+            self.queue.pop();
+            self.stats.certificates += 1;
+            let p = id.0;
+            let overlapping = self.overlapping(p, t);
+            match (self.pairs.open[p as usize], overlapping) {
+                (false, true) => self.descend(p, t, found),
+                (true, false) => self.collapse(p, t),
+                _ => self.schedule(p, t),
+            }
+        }
+    }
+
+    /// Allocates the apart pair of nodes `a <= b`.
+    fn alloc(&mut self, a: u32, b: u32) -> u32 {
+        let p = match self.free.pop() {
+            Some(p) => p,
+            None => {
+                let q = &mut self.pairs;
+                q.a.push(0);
+                q.b.push(0);
+                q.child.push(NONE);
+                q.sibling.push(NONE);
+                q.open.push(false);
+                q.live.push(false);
+                q.next.push([NONE; 2]);
+                q.prev.push([NONE; 2]);
+                (q.a.len() - 1) as u32
+            }
+        };
+        let i = p as usize;
+        self.pairs.a[i] = a;
+        self.pairs.b[i] = b;
+        self.pairs.child[i] = NONE;
+        self.pairs.sibling[i] = NONE;
+        self.pairs.open[i] = false;
+        self.pairs.live[i] = true;
+        self.link(p, 0, a);
+        if a != b {
+            self.link(p, 1, b);
+        }
+        self.stats.apart += 1;
+        let live = self.stats.apart + self.stats.open;
+        self.stats.peak_pairs = self.stats.peak_pairs.max(live);
+        p
+    }
+
+    fn release(&mut self, p: u32) {
+        let i = p as usize;
+        let (a, b) = (self.pairs.a[i], self.pairs.b[i]);
+        self.unlink(p, 0, a);
+        if a != b {
+            self.unlink(p, 1, b);
+        }
+        self.queue.remove(EventId(p));
+        if self.pairs.open[i] {
+            self.stats.open -= 1;
+        } else {
+            self.stats.apart -= 1;
+        }
+        self.pairs.live[i] = false;
+        self.free.push(p);
+    }
+
+    fn link(&mut self, p: u32, side: usize, node: u32) {
+        let entry = p << 1 | side as u32;
+        let old = self.head[node as usize];
+        self.pairs.next[p as usize][side] = old;
+        self.pairs.prev[p as usize][side] = NONE;
+        if old != NONE {
+            self.pairs.prev[(old >> 1) as usize][(old & 1) as usize] = entry;
+        }
+        self.head[node as usize] = entry;
+    }
+
+    fn unlink(&mut self, p: u32, side: usize, node: u32) {
+        let (next, prev) = (
+            self.pairs.next[p as usize][side],
+            self.pairs.prev[p as usize][side],
+        );
+        if prev == NONE {
+            self.head[node as usize] = next;
+        } else {
+            self.pairs.next[(prev >> 1) as usize][(prev & 1) as usize] = next;
+        }
+        if next != NONE {
+            self.pairs.prev[(next >> 1) as usize][(next & 1) as usize] = prev;
+        }
+    }
+
+    /// Opens apart pair `p` (overlapping at `t`) and, below it, every child pair that overlaps.
+    fn descend(&mut self, p: u32, t: f64, found: &mut impl FnMut(PairKey)) {
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        stack.push(p);
+        while let Some(q) = stack.pop() {
+            let i = q as usize;
+            debug_assert!(!self.pairs.open[i]);
+            self.pairs.open[i] = true;
+            self.stats.apart -= 1;
+            self.stats.open += 1;
+            self.stats.descents += 1;
+            let (a, b) = (self.pairs.a[i], self.pairs.b[i]);
+            if let (Some(la), Some(lb)) = (self.bvh.leaf(a), self.bvh.leaf(b)) {
+                self.hand_over(la, lb, found);
+            } else {
+                let mut c = self.make_children(q);
+                while c != NONE {
+                    if self.overlapping(c, t) {
+                        stack.push(c);
+                    } else {
+                        self.schedule(c, t);
+                    }
+                    c = self.pairs.sibling[c as usize];
+                }
+            }
+            self.schedule(q, t);
+        }
+        self.stack = stack;
+    }
+
+    /// Creates the root pair's children and descends into those that overlap (first rebuild).
+    fn descend_children(&mut self, p: u32, t: f64, found: &mut impl FnMut(PairKey)) {
+        let mut c = self.make_children(p);
+        while c != NONE {
+            let next = self.pairs.sibling[c as usize];
+            if self.overlapping(c, t) {
+                self.descend(c, t, found);
+            }
+            c = next;
+        }
+    }
+
+    /// Creates the child pairs of internal pair `p` (see the module docs) and returns the first.
+    fn make_children(&mut self, p: u32) -> u32 {
+        let i = p as usize;
+        let (a, b) = (self.pairs.a[i], self.pairs.b[i]);
+        let split = |n: u32| match self.bvh.leaf(n) {
+            Some(_) => [n, NONE],
+            None => self.bvh.children(n),
+        };
+        let mut kids = [(NONE, NONE); 4];
+        let mut count = 0;
+        if a == b {
+            let [l, r] = self.bvh.children(a);
+            for (x, y) in [(l, l), (r, r), (l, r)] {
+                if x != y || self.bvh.leaf(x).is_none() {
+                    kids[count] = (x.min(y), x.max(y));
+                    count += 1;
+                }
+            }
+        } else {
+            for &x in split(a).iter().filter(|&&x| x != NONE) {
+                for &y in split(b).iter().filter(|&&y| y != NONE) {
+                    kids[count] = (x.min(y), x.max(y));
+                    count += 1;
+                }
+            }
+        }
+        let mut first = NONE;
+        for &(x, y) in kids[..count].iter().rev() {
+            let c = self.alloc(x, y);
+            self.pairs.sibling[c as usize] = first;
+            first = c;
+        }
+        self.pairs.child[i] = first;
+        first
+    }
+
+    /// Collapses open pair `p` (apart at `t`): frees its subtree, takes back the feature pairs
+    /// of the open leaf pairs in it (and its own), and re-times it as an apart pair.
+    fn collapse(&mut self, p: u32, t: f64) {
+        self.stats.collapses += 1;
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        stack.push(p);
+        while let Some(q) = stack.pop() {
+            let i = q as usize;
+            let (a, b) = (self.pairs.a[i], self.pairs.b[i]);
+            if self.pairs.open[i] {
+                if let (Some(la), Some(lb)) = (self.bvh.leaf(a), self.bvh.leaf(b)) {
+                    let lost = &mut self.lost;
+                    self.leaves.features(la, lb, &mut |k| lost.push(k));
+                }
+            }
+            let mut c = self.pairs.child[i];
+            while c != NONE {
+                stack.push(c);
+                c = self.pairs.sibling[c as usize];
+            }
+            if q != p {
+                self.release(q);
+            }
+        }
+        self.stack = stack;
+        let i = p as usize;
+        self.pairs.child[i] = NONE;
+        self.pairs.open[i] = false;
+        self.stats.open -= 1;
+        self.stats.apart += 1;
+        self.schedule(p, t);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kds::kdop::{Aabb, Dop18, Sphere};
+    use glam::DVec3;
+
+    /// Two parallel 4x4-vertex sheets `gap` apart in y, the upper one falling at `speed`.
+    fn two_sheets(gap: f64, speed: f64) -> (Leaves, VertexState) {
+        let mut state = VertexState::default();
+        let mut triangles = Vec::new();
+        let mut edges = Vec::new();
+        for s in 0..2u32 {
+            let base = s * 16;
+            for j in 0..4 {
+                for i in 0..4 {
+                    state.x.push(DVec3::new(i as f64, s as f64 * gap, j as f64));
+                    state.t.push(0.0);
+                    state.v.push(DVec3::new(0.0, -speed * s as f64, 0.0));
+                    state.mass.push(1.0);
+                    state.inv_mass.push(1.0);
+                    state.kind.push(crate::state::VertexKind::Free);
+                }
+            }
+            for j in 0..3 {
+                for i in 0..3 {
+                    let v = base + j * 4 + i;
+                    triangles.push([v, v + 1, v + 5]);
+                    triangles.push([v, v + 5, v + 4]);
+                    edges.extend([[v, v + 1], [v, v + 4], [v, v + 5]]);
+                }
+                edges.push([base + j * 4 + 3, base + j * 4 + 7]);
+                edges.push([base + 12 + j, base + 13 + j]);
+            }
+        }
+        (Leaves::new(edges, triangles, 32), state)
+    }
+
+    /// Feature pairs between the two sheets reported by brute force over leaf volumes at `t`.
+    fn cross_pairs(found: &[PairKey]) -> usize {
+        found
+            .iter()
+            .filter(|k| match **k {
+                PairKey::VertexTriangle(v, t) => (v < 16) != (t < 18),
+                PairKey::EdgeEdge(..) => false,
+            })
+            .count()
+    }
+
+    fn falling_sheets<V: Volume>(eager: bool) {
+        let (leaves, state) = two_sheets(2.0, 10.0);
+        let mut list = SeparationList::<V>::new(leaves, &state, 0.1, 0.025, eager);
+        let mut found = Vec::new();
+        list.rebuild(&state, 0.0, 1.0, &mut |k| found.push(k));
+        // The sheets are 2 apart: only self pairs within each sheet.
+        assert_eq!(cross_pairs(&found), 0);
+        list.audit(&state, 0.0).unwrap();
+        // The upper sheet closes the gap to eta1 = 0.1 at t = 0.19.
+        let next = list.next_failure_time();
+        assert!(next < 0.19, "{next}");
+        let mut t = next;
+        while t < 0.19 {
+            list.advance(t, &mut |k| found.push(k), &mut |_| {});
+            list.audit(&state, t).unwrap();
+            t = list.next_failure_time().max(t + 1e-3);
+        }
+        assert!(cross_pairs(&found) > 0);
+    }
+
+    #[test]
+    fn falling_sheet_hands_pairs_over_before_eta1() {
+        falling_sheets::<Dop18>(true);
+        falling_sheets::<Aabb>(true);
+        falling_sheets::<Sphere>(true);
+        falling_sheets::<Dop18>(false);
+    }
+
+    #[test]
+    fn separating_sheets_take_pairs_back_eagerly() {
+        let (leaves, mut state) = two_sheets(0.05, 0.0);
+        let mut list = SeparationList::<Dop18>::new(leaves, &state, 0.1, 0.025, true);
+        let mut found = Vec::new();
+        list.rebuild(&state, 0.0, 1.0, &mut |k| found.push(k));
+        assert!(cross_pairs(&found) > 0);
+        // The upper sheet flies off at 10 cm/s.
+        for v in 16..32 {
+            state.v[v] = DVec3::new(0.0, 10.0, 0.0);
+        }
+        let all: Vec<u32> = (16..32).collect();
+        list.update(&state, 0.0, &all, &mut |k| found.push(k));
+        let mut lost = Vec::new();
+        let mut t = list.next_failure_time();
+        while t < 0.5 {
+            list.advance(t, &mut |_| {}, &mut |k| lost.push(k));
+            list.audit(&state, t).unwrap();
+            t = list.next_failure_time();
+        }
+        assert!(cross_pairs(&lost) > 0);
+        for &k in &lost {
+            assert!(!list.overlaps(k) || cross_pairs(&[k]) == 0);
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! The broad phases (issue 4): every kind passes the contact scenes with the per-event audit
+//! (which checks the broad phase's own invariants too) and the exact intersection audit of every
+//! frame; `contact.broad_phase` is validated like every other field.
+
+mod common;
+
+use acm::check::{audit_positions, AuditReport};
+use acm::kds::BroadPhaseKind;
+use acm::mesh;
+use acm::scene::{profile, Material, Scene, SceneObject};
+use acm::{Frame, FrameSink, NoFrames, RunError, Simulation};
+use common::{acm, profiles_dir};
+use glam::DVec3;
+
+/// Collects the exact intersection audit of every frame.
+struct Audited(AuditReport);
+
+impl FrameSink for Audited {
+    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
+        audit_positions(
+            frame.positions,
+            frame.simulation.triangles(),
+            1.0,
+            frame.index,
+            &mut self.0,
+        )
+        .map_err(|e| RunError::Internal {
+            time: frame.time,
+            event: 0,
+            message: e.to_string(),
+        })
+    }
+}
+
+/// Runs `scene` with broad phase `kind` to `until`, audited after every event and every frame;
+/// returns the simulation.
+fn run_audited(mut scene: Scene, kind: BroadPhaseKind, until: f64) -> Simulation {
+    scene.contact.broad_phase = kind;
+    let mut sim = Simulation::new(&scene).unwrap();
+    sim.set_audit(true);
+    let mut sink = Audited(AuditReport::default());
+    if let Err(e) = sim.run_until(until, &mut sink) {
+        panic!("{}: {e}", kind.name());
+    }
+    assert!(sink.0.frames > 0);
+    assert_eq!(
+        sink.0.intersecting_pairs,
+        0,
+        "{}: {:?}",
+        kind.name(),
+        sink.0.first_bad
+    );
+    sim
+}
+
+/// A particle dropped on a floor (the walkthrough of thesis §5.1).
+fn particle_on_floor() -> Scene {
+    let floor = SceneObject {
+        name: "floor".into(),
+        mesh: mesh::sheet(2, 2, 10.0, 10.0).unwrap(),
+        material: Material::default(),
+        fixed: true,
+        velocity: DVec3::ZERO,
+        particle_mass: None,
+    };
+    let particle = SceneObject::particle("particle", DVec3::new(0.3, 0.5, 0.2), 0.01);
+    let mut scene = Scene {
+        name: "particle".into(),
+        objects: vec![floor, particle],
+        ..Scene::default()
+    };
+    scene.contact.enabled = true;
+    scene
+}
+
+/// Two small sheets thrown at each other.
+fn head_on() -> Scene {
+    let sheet = |name: &str, y: f64, vy: f64| SceneObject {
+        name: name.into(),
+        mesh: mesh::sheet(6, 6, 10.0, 10.0).unwrap().transformed(
+            DVec3::ONE,
+            glam::DQuat::from_rotation_y(0.3 * y),
+            DVec3::new(0.2 * y, y, 0.0),
+        ),
+        material: Material {
+            density: 0.01,
+            stretch: 5000.0,
+            stretch_damping: 0.0,
+            bend: 1.0,
+            bend_damping: 0.0,
+            drag: 0.0,
+        },
+        fixed: false,
+        velocity: DVec3::new(0.0, vy, 0.0),
+        particle_mass: None,
+    };
+    let mut scene = Scene {
+        name: "head_on".into(),
+        gravity: DVec3::ZERO,
+        frame_interval: 2e-4,
+        objects: vec![sheet("a", 1.0, -500.0), sheet("b", -1.0, 600.0)],
+        ..Scene::default()
+    };
+    scene.contact.enabled = true;
+    scene
+}
+
+#[test]
+fn every_broad_phase_stops_the_falling_particle() {
+    for kind in BroadPhaseKind::ALL {
+        let sim = run_audited(particle_on_floor(), kind, 0.5);
+        let contact = sim.stats().contact.clone().unwrap();
+        assert!(contact.deepest_layer >= 1, "{}", kind.name());
+        assert_eq!(contact.broad_phase.kind, kind.name());
+    }
+}
+
+#[test]
+fn every_broad_phase_keeps_colliding_sheets_apart() {
+    for kind in BroadPhaseKind::ALL {
+        let sim = run_audited(head_on(), kind, 0.004);
+        let contact = sim.stats().contact.clone().unwrap();
+        assert!(
+            contact.deepest_layer >= 1,
+            "{}: the sheets met",
+            kind.name()
+        );
+    }
+}
+
+#[test]
+fn every_broad_phase_drapes_the_sheet_on_the_sphere_cleanly() {
+    let overrides = ["object.sheet.translate=[0.0, 20.3, 0.0]".to_string()];
+    let scene = profile::load(&profiles_dir().join("sheet_on_sphere.toml"), &overrides).unwrap();
+    for kind in BroadPhaseKind::ALL {
+        let sim = run_audited(scene.clone(), kind, 0.03);
+        let contact = sim.stats().contact.clone().unwrap();
+        assert!(
+            contact.deepest_layer >= 1,
+            "{}: the sheet touched",
+            kind.name()
+        );
+    }
+}
+
+#[test]
+fn kinetic_list_hands_over_fewer_pairs_than_the_interim_broad_phase() {
+    let overrides = ["object.sheet.translate=[0.0, 20.6, 0.0]".to_string()];
+    let scene = profile::load(&profiles_dir().join("sheet_on_sphere.toml"), &overrides).unwrap();
+    let peak = |kind: BroadPhaseKind| {
+        let mut scene = scene.clone();
+        scene.contact.broad_phase = kind;
+        let mut sim = Simulation::new(&scene).unwrap();
+        sim.run_until(0.03, &mut NoFrames).unwrap();
+        sim.stats().contact.clone().unwrap()
+    };
+    let kdop = peak(BroadPhaseKind::Kdop18);
+    let swept = peak(BroadPhaseKind::SweptBoxes);
+    assert!(kdop.certificates_peak < swept.certificates_peak);
+    // The eager collapse keeps the list smaller on average than the lazy hand-back.
+    let lazy = peak(BroadPhaseKind::Kdop18Lazy);
+    let mean = |c: &acm::engine::ContactStats| c.broad_phase.list.as_ref().unwrap().pair_seconds;
+    assert!(
+        mean(&kdop) <= mean(&lazy),
+        "{} > {}",
+        mean(&kdop),
+        mean(&lazy)
+    );
+}
+
+#[test]
+#[ignore = "frames depend on when slabs are created until layer activation and penalty sums are \
+            canonical (issue 6)"]
+fn kdop18_and_aabb_give_bit_identical_frames() {
+    let overrides = ["object.sheet.translate=[0.0, 20.6, 0.0]".to_string()];
+    let scene = profile::load(&profiles_dir().join("sheet_on_sphere.toml"), &overrides).unwrap();
+    let run = |kind: BroadPhaseKind| {
+        let mut scene = scene.clone();
+        scene.contact.broad_phase = kind;
+        let mut sim = Simulation::new(&scene).unwrap();
+        sim.run_until(0.08, &mut NoFrames).unwrap();
+        let mut x = Vec::new();
+        sim.positions_at(0.08, &mut x);
+        x
+    };
+    assert!(run(BroadPhaseKind::Kdop18) == run(BroadPhaseKind::Aabb));
+}
+
+#[test]
+fn sheet_on_nails_never_intersects() {
+    // The profile's sheet starts 0.5 cm above the tips; here it starts 0.2 above, falling at
+    // 20 cm/s, so it reaches the tips early in a short run. Every frame is checked exactly.
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("sheet_on_nails.toml");
+    let args = [
+        "run",
+        profile.to_str().unwrap(),
+        "--set",
+        "object.sheet.translate=[0.0, 10.2, 0.0]",
+        "--set",
+        "object.sheet.velocity=[0.0, -20.0, 0.0]",
+        "--set",
+        "scene.frame_interval=0.002",
+        "--until",
+        "0.016",
+        "--out",
+        "f",
+    ];
+    let out = acm(dir.path(), &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("f/stats.json")).unwrap())
+            .unwrap();
+    assert!(
+        stats["contact"]["deepest_layer"].as_u64().unwrap() >= 1,
+        "the sheet reached the nails"
+    );
+    let out = acm(dir.path(), &["check", "f"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn unknown_broad_phase_is_rejected_naming_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(profiles_dir().join("particle_floor.toml")).unwrap();
+    let text = text.replace("[contact]\n", "[contact]\nbroad_phase = \"octree\"\n");
+    std::fs::write(dir.path().join("p.toml"), &text).unwrap();
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("broad_phase"))
+        .unwrap()
+        + 1;
+    let out = acm(dir.path(), &["run", "p.toml", "--out", "o"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for needle in [format!("p.toml:{line}"), "octree".into(), "kdop18".into()] {
+        assert!(stderr.contains(&needle), "{needle:?} not in {stderr}");
+    }
+}
+
+#[test]
+fn broad_phase_names_round_trip() {
+    for (kind, name) in BroadPhaseKind::ALL.iter().zip(BroadPhaseKind::NAMES) {
+        assert_eq!(kind.name(), name);
+        assert_eq!(BroadPhaseKind::parse(name), Some(*kind));
+    }
+    assert_eq!(BroadPhaseKind::default(), BroadPhaseKind::Kdop18);
+    assert_eq!(BroadPhaseKind::parse("octree"), None);
+}
