@@ -142,6 +142,12 @@ pub fn apply_override(doc: &mut toml_edit::DocumentMut, spec: &str) -> Result<()
                 .ok_or(format!("{key} has no entry {selector:?} ({len} entries)"))?;
             i += 2;
         } else {
+            // An inline table (`mesh = { generator = "sheet", ... }`) becomes a standard one so
+            // that its keys can be overridden like any other.
+            if let Some(inline) = item.as_inline_table_mut() {
+                let standard = std::mem::take(inline).into_table();
+                *item = toml_edit::Item::Table(standard);
+            }
             table = item.as_table_mut().ok_or(format!("{key} is not a table"))?;
             i += 1;
         }
@@ -308,7 +314,24 @@ struct ObjectTable {
     scale: Option<ScaleSpec>,
     #[serde(default)]
     velocity: [f64; 3],
+    replicate: Option<ReplicateTable>,
 }
+
+/// `replicate = { count, spacing, speed, seed }`: copies of one object on a grid, each with its
+/// own seeded random velocity (documented in profiles/README.md).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplicateTable {
+    count: [usize; 3],
+    spacing: [f64; 3],
+    #[serde(default)]
+    speed: f64,
+    #[serde(default)]
+    seed: u64,
+}
+
+/// Most copies one `replicate` table may make.
+const MAX_COPIES: usize = 100_000;
 
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -370,6 +393,14 @@ enum MeshSpec {
         spacing: f64,
         height: f64,
         base: f64,
+    },
+    Blob {
+        radius: f64,
+        cells: usize,
+        #[serde(default)]
+        noise: f64,
+        #[serde(default)]
+        seed: u64,
     },
     Obj {
         path: String,
@@ -503,8 +534,11 @@ impl ProfileFile {
             .objects
             .into_iter()
             .enumerate()
-            .map(|(i, o)| o.into_object(i, base))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|(i, o)| o.into_objects(i, base))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect();
         let mut scene = Scene {
             name: self.scene.name,
             duration: self.scene.duration,
@@ -543,6 +577,63 @@ impl ProfileFile {
 }
 
 impl ObjectTable {
+    /// The object, or its copies `name.k` when it has a `replicate` table: copy
+    /// `k = (iz * ny + iy) * nx + ix` is moved by `(ix, iy, iz) * spacing` and gets the object's
+    /// velocity plus a random one, each component uniform in `[-speed, speed)` from `seed`.
+    fn into_objects(self, index: usize, base: &Path) -> Result<Vec<SceneObject>, SceneError> {
+        let path = format!("object[{index}].replicate");
+        let Some(r) = self.replicate.as_ref() else {
+            return Ok(vec![self.into_object(index, base)?]);
+        };
+        let [nx, ny, nz] = r.count;
+        let total = nx
+            .checked_mul(ny)
+            .and_then(|n| n.checked_mul(nz))
+            .filter(|&n| (1..=MAX_COPIES).contains(&n))
+            .ok_or_else(|| {
+                SceneError::new(
+                    format!("{path}.count"),
+                    format!(
+                        "each count must be >= 1 and their product <= {MAX_COPIES}, got {:?}",
+                        r.count
+                    ),
+                )
+            })?;
+        let spacing = DVec3::from_array(r.spacing);
+        if !spacing.is_finite() {
+            return Err(SceneError::new(
+                format!("{path}.spacing"),
+                format!("must be finite, got {spacing}"),
+            ));
+        }
+        if !(r.speed.is_finite() && r.speed >= 0.0) {
+            return Err(SceneError::new(
+                format!("{path}.speed"),
+                format!("must be finite and >= 0, got {}", r.speed),
+            ));
+        }
+        let (speed, seed) = (r.speed, r.seed);
+        let original = self.into_object(index, base)?;
+        let mut copies = Vec::with_capacity(total);
+        for k in 0..total {
+            let cell = DVec3::new(
+                (k % nx) as f64,
+                ((k / nx) % ny) as f64,
+                (k / (nx * ny)) as f64,
+            );
+            let offset = cell * spacing;
+            let random = DVec3::from_array(std::array::from_fn(|c| {
+                speed * (2.0 * mesh::seeded_unit(seed, (3 * k + c) as u64) - 1.0)
+            }));
+            let mut copy = original.clone();
+            copy.name = format!("{}.{k}", original.name);
+            copy.mesh.positions.iter_mut().for_each(|p| *p += offset);
+            copy.velocity += random;
+            copies.push(copy);
+        }
+        Ok(copies)
+    }
+
     fn into_object(self, index: usize, base: &Path) -> Result<SceneObject, SceneError> {
         let path = format!("object[{index}]");
         let mesh = self
@@ -634,6 +725,12 @@ impl MeshSpec {
                 height,
                 base: nail_base,
             } => mesh::bed_of_nails(*rows, *cols, *spacing, *height, *nail_base),
+            Self::Blob {
+                radius,
+                cells,
+                noise,
+                seed,
+            } => mesh::blob(*radius, *cells, *noise, *seed),
             Self::Obj { path } => {
                 let full: PathBuf = base.join(path);
                 mesh::read_obj(&full)
