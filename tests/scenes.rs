@@ -450,3 +450,180 @@ fn sludge_front_moves_less_for_larger_friction() {
         "front moved {slick} (mu 0.1), {rough} (mu 0.6)"
     );
 }
+
+/// The control points of object `object` of `profiles/NAME.toml` without the first `head` and
+/// the last `tail`, as a TOML array for an override: the knots' legs shortened for a quick run.
+fn trimmed_points(name: &str, object: usize, head: usize, tail: usize) -> String {
+    let text = std::fs::read_to_string(profiles_dir().join(format!("{name}.toml"))).unwrap();
+    let doc: toml::Value = toml::from_str(&text).unwrap();
+    let points = doc["object"][object]["mesh"]["points"].as_array().unwrap();
+    let kept = &points[head..points.len() - tail];
+    let list: Vec<String> = kept.iter().map(ToString::to_string).collect();
+    format!("[{}]", list.join(", "))
+}
+
+/// Smallest and largest x of `points`.
+fn x_range(points: &[DVec3]) -> (f64, f64) {
+    points
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+            (lo.min(p.x), hi.max(p.x))
+        })
+}
+
+/// A reef-knot profile with legs cut from 63 to about 15 cm and coarse ribbons, run to
+/// `duration`; `forces` re-select the ends (now at x = -+15) and set the pulls.
+fn reef_short(name: &str, duration: &str, forces: &[(&str, &str)]) -> Recorded {
+    let a = trimmed_points(name, 0, 60, 60);
+    let b = trimmed_points(name, 1, 60, 60);
+    let mut s = sets(&[
+        ("scene.duration", duration),
+        ("scene.frame_interval", "0.02"),
+        ("object.a.mesh.points", &a),
+        ("object.b.mesh.points", &b),
+        ("object.a.mesh.along", "60"),
+        ("object.b.mesh.along", "60"),
+        ("object.a.mesh.across", "3"),
+        ("object.b.mesh.across", "3"),
+    ]);
+    s.extend(sets(forces));
+    run(name, &s)
+}
+
+#[test]
+fn reef_knot_tightens() {
+    let r = reef_short(
+        "reef_knot",
+        "0.6",
+        &[
+            (
+                "force.0.select.box",
+                "{ min = [-16.0, -1.0, -4.5], max = [-14.0, 1.0, 4.5] }",
+            ),
+            (
+                "force.1.select.box",
+                "{ min = [14.0, -4.5, -1.0], max = [16.0, 4.5, 1.0] }",
+            ),
+            ("force.0.force", "[-100.0, 0.0, 0.0]"),
+            ("force.1.force", "[100.0, 0.0, 0.0]"),
+        ],
+    );
+    let (last, a, b) = (r.last(), r.range("a"), r.range("b"));
+    // Ends: the first and last station of each ribbon (3 vertices each).
+    let ends = |f: usize, range: &std::ops::Range<usize>| {
+        let p = &r.positions[f][range.clone()];
+        let n = p.len();
+        (p[..3].iter().chain(&p[n - 3..]).sum::<DVec3>() / 6.0).x
+    };
+    let spread = |f: usize| ends(f, &b) - ends(f, &a);
+    // The knot: a's bight reaches to max x of a, b's bight to min x of b.
+    let overlap = |f: usize| x_range(r.of("a", f)).1 - x_range(r.of("b", f)).0;
+    eprintln!(
+        "reef_knot: ends {:.3} -> {:.3} cm apart, bights overlap {:.3} -> {:.3} cm",
+        spread(0),
+        spread(last),
+        overlap(0),
+        overlap(last)
+    );
+    // Measured: ends 29.4 -> 55.7 cm apart, overlap 12.9 -> 1.2 cm (the bights lock).
+    assert!(spread(last) > spread(0) + 10.0);
+    assert!(overlap(last) < 3.0, "bights overlap {}", overlap(last));
+}
+
+#[test]
+fn reef_knot_untie_draws_the_free_ends_through_the_knot() {
+    let r = reef_short(
+        "reef_knot_untie",
+        "2.0",
+        &[
+            (
+                "force.0.select.box",
+                "{ min = [-16.0, -1.0, 1.5], max = [-14.0, 1.0, 4.5] }",
+            ),
+            (
+                "force.1.select.box",
+                "{ min = [14.0, 1.5, -1.0], max = [16.0, 4.5, 1.0] }",
+            ),
+            ("force.0.force", "[-100.0, 0.0, 0.0]"),
+            ("force.1.force", "[100.0, 0.0, 0.0]"),
+        ],
+    );
+    let last = r.last();
+    // a's free leg is its -z leg, which ends at a's last station; b's at its last station.
+    let end = |name: &str, f: usize| {
+        let p = r.of(name, f);
+        (p[p.len() - 3..].iter().sum::<DVec3>() / 3.0).x
+    };
+    // The free ends start 14.7 cm out on their own side; untying draws each through the knot
+    // to the other side (measured: a's to x = 5.2, b's to x = -8.6).
+    let a_far = (0..=last)
+        .map(|f| end("a", f))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let b_far = (0..=last)
+        .map(|f| end("b", f))
+        .fold(f64::INFINITY, f64::min);
+    // Untied, the ribbons no longer overlap along x.
+    let overlap = |f: usize| x_range(r.of("a", f)).1 - x_range(r.of("b", f)).0;
+    eprintln!(
+        "reef_knot_untie: free ends reached x = {a_far:.3} (a), {b_far:.3} (b); overlap {:.3} -> {:.3} cm",
+        overlap(0),
+        overlap(last)
+    );
+    assert!(
+        a_far > 2.0 && b_far < -2.0,
+        "free ends reached {a_far}, {b_far}"
+    );
+    // Measured: 12.9 cm of overlap at the start, -29.8 (apart) after 2 s.
+    assert!(
+        overlap(last) < 0.0,
+        "still interlocked: overlap {}",
+        overlap(last)
+    );
+}
+
+#[test]
+fn bowline_knot_tightens_on_the_cylinder() {
+    let points = trimmed_points("bowline_knot", 1, 88, 88);
+    let r = run(
+        "bowline_knot",
+        &sets(&[
+            ("scene.duration", "0.5"),
+            ("scene.frame_interval", "0.02"),
+            ("object.rope.mesh.points", &points),
+            ("object.rope.mesh.along", "120"),
+            ("object.rope.mesh.across", "3"),
+            (
+                "fixed.0.select.box",
+                "{ min = [2.0, -10.0, -1.5], max = [4.0, -9.2, 1.5] }",
+            ),
+            (
+                "force.0.select.box",
+                "{ min = [-4.0, -10.0, 1.5], max = [-2.0, -9.2, 3.0] }",
+            ),
+            ("force.0.force", "[0.0, -10.0, 0.0]"),
+        ]),
+    );
+    let last = r.last();
+    // The turn: rope vertices above the cylinder's axis; its size: their largest distance from it.
+    let turn = |f: usize| {
+        r.of("rope", f)
+            .iter()
+            .filter(|p| p.y > 0.0)
+            .map(|p| p.x.hypot(p.y))
+            .fold(0.0, f64::max)
+    };
+    let end_y = |f: usize| {
+        let p = r.of("rope", f);
+        p[p.len() - 3..].iter().map(|q| q.y).sum::<f64>() / 3.0
+    };
+    eprintln!(
+        "bowline_knot: turn radius {:.3} -> {:.3} cm, working end y {:.3} -> {:.3}",
+        turn(0),
+        turn(last),
+        end_y(0),
+        end_y(last)
+    );
+    // Measured: turn radius 3.33 -> 2.17 cm (the cylinder's is 2), end y -9.6 -> -32.8.
+    assert!(end_y(last) < end_y(0) - 5.0);
+    assert!(turn(last) < 2.5, "turn radius {}", turn(last));
+}
