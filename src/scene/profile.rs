@@ -79,13 +79,27 @@ pub fn parse(
             e.message().trim().to_string(),
         )
     })?;
-    let scene = schema
+    let (scene, origin) = schema
         .into_scene(base)
         .map_err(|e| error(locate(&text, &e.path), e.to_string()))?;
-    scene
-        .validate()
-        .map_err(|e| error(locate(&text, &e.path), e.to_string()))?;
+    scene.validate().map_err(|e| {
+        let e = SceneError::new(profile_path(&e.path, &origin), e.message);
+        error(locate(&text, &e.path), e.to_string())
+    })?;
     Ok(scene)
+}
+
+/// Rewrites a scene field path `object[i]...` to the `[[object]]` entry object `i` came from
+/// (`origin[i]`), which differs once a `replicate` table has expanded an entry into copies.
+fn profile_path(path: &str, origin: &[usize]) -> String {
+    let entry = path
+        .strip_prefix("object[")
+        .and_then(|rest| rest.split_once(']'))
+        .and_then(|(i, rest)| Some((origin.get(i.parse::<usize>().ok()?)?, rest)));
+    match entry {
+        Some((entry, rest)) => format!("object[{entry}]{rest}"),
+        None => path.to_string(),
+    }
 }
 
 /// Applies one `key.path=value` override to a TOML document.
@@ -484,7 +498,8 @@ fn yes() -> bool {
 }
 
 impl ProfileFile {
-    fn into_scene(self, base: &Path) -> Result<Scene, SceneError> {
+    /// The scene, and for each of its objects the index of the `[[object]]` entry it came from.
+    fn into_scene(self, base: &Path) -> Result<(Scene, Vec<usize>), SceneError> {
         let defaults = Scene::default();
         let integrator = IntegratorSettings {
             method: match self.integrator.method {
@@ -530,15 +545,13 @@ impl ProfileFile {
             r_exponent: self.contact.r_exponent.unwrap_or(c.r_exponent),
             safety: self.contact.safety.unwrap_or(c.safety),
         };
-        let objects = self
-            .objects
-            .into_iter()
-            .enumerate()
-            .map(|(i, o)| o.into_objects(i, base))
-            .collect::<Result<Vec<_>, _>>()?
-            .into_iter()
-            .flatten()
-            .collect();
+        let mut objects = Vec::new();
+        let mut origin = Vec::new();
+        for (i, o) in self.objects.into_iter().enumerate() {
+            let expanded = o.into_objects(i, base)?;
+            origin.extend(std::iter::repeat_n(i, expanded.len()));
+            objects.extend(expanded);
+        }
         let mut scene = Scene {
             name: self.scene.name,
             duration: self.scene.duration,
@@ -572,7 +585,7 @@ impl ProfileFile {
                 end: f.end,
             });
         }
-        Ok(scene)
+        Ok((scene, origin))
     }
 }
 
