@@ -516,8 +516,13 @@ pub(crate) fn seeded_unit(seed: u64, index: u64) -> f64 {
 ///
 /// It has `6 * cells^2 + 2` vertices (a stand-in for the thesis's 1,768-vertex bunny:
 /// `cells = 17` gives 1,736) and `12 * cells^2` triangles; quads alternate diagonals.
-pub fn blob(radius: f64, cells: usize, noise: f64, seed: u64) -> Result<TriMesh, MeshError> {
-    const G: &str = "blob";
+pub fn lumpy_sphere(
+    radius: f64,
+    cells: usize,
+    noise: f64,
+    seed: u64,
+) -> Result<TriMesh, MeshError> {
+    const G: &str = "lumpy_sphere";
     positive(G, "radius", radius)?;
     at_least(G, "cells", cells, 1)?;
     if !(noise.is_finite() && (0.0..0.5).contains(&noise)) {
@@ -802,18 +807,18 @@ mod tests {
     }
 
     #[test]
-    fn blob_is_closed_outward_and_deterministic() {
-        let m = blob(5.0, 17, 0.2, 7).unwrap();
+    fn lumpy_sphere_is_closed_outward_and_deterministic() {
+        let m = lumpy_sphere(5.0, 17, 0.2, 7).unwrap();
         assert_eq!(m.positions.len(), 6 * 17 * 17 + 2);
         let (chi, comps, boundary) = shape(&m);
         assert_eq!((chi, comps, boundary), (2, 1, 0));
         for t in 0..m.triangles.len() {
             assert!(normal(&m, t).dot(centroid(&m, t)) > 0.0, "triangle {t}");
         }
-        assert_eq!(m, blob(5.0, 17, 0.2, 7).unwrap());
-        assert_ne!(m, blob(5.0, 17, 0.2, 8).unwrap());
-        assert!(blob(5.0, 17, 0.5, 7).is_err());
-        assert!(blob(5.0, 0, 0.1, 7).is_err());
+        assert_eq!(m, lumpy_sphere(5.0, 17, 0.2, 7).unwrap());
+        assert_ne!(m, lumpy_sphere(5.0, 17, 0.2, 8).unwrap());
+        assert!(lumpy_sphere(5.0, 17, 0.5, 7).is_err());
+        assert!(lumpy_sphere(5.0, 0, 0.1, 7).is_err());
     }
 
     #[test]

@@ -408,7 +408,7 @@ enum MeshSpec {
         height: f64,
         base: f64,
     },
-    Blob {
+    LumpySphere {
         radius: f64,
         cells: usize,
         #[serde(default)]
@@ -738,12 +738,12 @@ impl MeshSpec {
                 height,
                 base: nail_base,
             } => mesh::bed_of_nails(*rows, *cols, *spacing, *height, *nail_base),
-            Self::Blob {
+            Self::LumpySphere {
                 radius,
                 cells,
                 noise,
                 seed,
-            } => mesh::blob(*radius, *cells, *noise, *seed),
+            } => mesh::lumpy_sphere(*radius, *cells, *noise, *seed),
             Self::Obj { path } => {
                 let full: PathBuf = base.join(path);
                 mesh::read_obj(&full)
