@@ -496,6 +496,90 @@ pub fn bed_of_nails(
     finish(G, TriMesh::new(positions, triangles))
 }
 
+/// Deterministic uniform number in `[0, 1)` for `(seed, index)` (a splitmix64 hash): the source
+/// of every seeded quantity in generated scenes, identical on every platform.
+pub(crate) fn seeded_unit(seed: u64, index: u64) -> f64 {
+    let mut z = seed
+        .wrapping_add(index.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// A closed lumpy blob centred at the origin with outward normals: a cube whose faces are split
+/// into `cells x cells` (>= 1) quads, projected onto the sphere of `radius` (a "cube sphere",
+/// nearly uniform, unlike a UV sphere's crowded poles), each vertex pushed radially to
+/// `radius * (1 + noise * f(d))`, where `f` in [-1, 1] is a smooth sum of three sinusoids of the
+/// direction `d` whose axes and phases come from `seed`. `noise` must lie in [0, 0.5).
+///
+/// It has `6 * cells^2 + 2` vertices (a stand-in for the thesis's 1,768-vertex bunny:
+/// `cells = 17` gives 1,736) and `12 * cells^2` triangles; quads alternate diagonals.
+pub fn lumpy_sphere(
+    radius: f64,
+    cells: usize,
+    noise: f64,
+    seed: u64,
+) -> Result<TriMesh, MeshError> {
+    const G: &str = "lumpy_sphere";
+    positive(G, "radius", radius)?;
+    at_least(G, "cells", cells, 1)?;
+    if !(noise.is_finite() && (0.0..0.5).contains(&noise)) {
+        return Err(invalid(
+            G,
+            format!("`noise` must lie in [0, 0.5), got {noise}"),
+        ));
+    }
+    vertex_budget(G, &[cells + 1, cells + 1, 6])?;
+    let waves: Vec<(DVec3, f64)> = (0..3u64)
+        .map(|k| {
+            let z = 2.0 * seeded_unit(seed, 4 * k) - 1.0;
+            let a = TAU * seeded_unit(seed, 4 * k + 1);
+            let r = (1.0 - z * z).sqrt();
+            let axis = DVec3::new(r * a.cos(), z, r * a.sin());
+            (axis * (2.0 + k as f64), TAU * seeded_unit(seed, 4 * k + 2))
+        })
+        .collect();
+    let n = cells;
+    let mut positions = Vec::new();
+    let mut lattice: HashMap<[usize; 3], u32> = HashMap::new();
+    let mut vertex = |p: [usize; 3]| -> u32 {
+        *lattice.entry(p).or_insert_with(|| {
+            let d = DVec3::new(p[0] as f64, p[1] as f64, p[2] as f64) / n as f64 * 2.0 - DVec3::ONE;
+            let d = d.normalize();
+            let f: f64 = waves
+                .iter()
+                .map(|(w, ph)| (w.dot(d) + ph).sin())
+                .sum::<f64>()
+                / 3.0;
+            positions.push(d * radius * (1.0 + noise * f));
+            (positions.len() - 1) as u32
+        })
+    };
+    // Each face: lattice point of (u, v); outward normal = dV x dU.
+    let faces: [LatticeMap<'_>; 6] = [
+        &|u, v| [0, u, v],
+        &|u, v| [n, v, u],
+        &|u, v| [v, 0, u],
+        &|u, v| [u, n, v],
+        &|u, v| [u, v, 0],
+        &|u, v| [v, u, n],
+    ];
+    let mut triangles = Vec::with_capacity(12 * n * n);
+    let mut ids = Vec::with_capacity((n + 1) * (n + 1));
+    for lattice_point in faces {
+        ids.clear();
+        for v in 0..=n {
+            for u in 0..=n {
+                ids.push(vertex(lattice_point(u, v)));
+            }
+        }
+        grid_triangles(n, n, |u, v| ids[v * (n + 1) + u], &mut triangles);
+    }
+    finish(G, TriMesh::new(positions, triangles))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -720,6 +804,21 @@ mod tests {
         assert_eq!(open_box(DVec3::splat(1.0), 1).unwrap().triangles.len(), 10);
         assert_invalid(open_box(DVec3::new(1.0, 0.0, 1.0), 4), "open_box");
         assert_invalid(open_box(DVec3::ONE, 0), "open_box");
+    }
+
+    #[test]
+    fn lumpy_sphere_is_closed_outward_and_deterministic() {
+        let m = lumpy_sphere(5.0, 17, 0.2, 7).unwrap();
+        assert_eq!(m.positions.len(), 6 * 17 * 17 + 2);
+        let (chi, comps, boundary) = shape(&m);
+        assert_eq!((chi, comps, boundary), (2, 1, 0));
+        for t in 0..m.triangles.len() {
+            assert!(normal(&m, t).dot(centroid(&m, t)) > 0.0, "triangle {t}");
+        }
+        assert_eq!(m, lumpy_sphere(5.0, 17, 0.2, 7).unwrap());
+        assert_ne!(m, lumpy_sphere(5.0, 17, 0.2, 8).unwrap());
+        assert!(lumpy_sphere(5.0, 17, 0.5, 7).is_err());
+        assert!(lumpy_sphere(5.0, 0, 0.1, 7).is_err());
     }
 
     #[test]

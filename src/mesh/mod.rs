@@ -13,7 +13,8 @@ mod topology;
 mod validate;
 
 pub use csr::Csr;
-pub use generators::{bed_of_nails, cylinder, icosphere, open_box, ribbon, sheet};
+pub(crate) use generators::seeded_unit;
+pub use generators::{bed_of_nails, cylinder, icosphere, lumpy_sphere, open_box, ribbon, sheet};
 pub use obj::{parse_obj, read_obj, write_obj, write_obj_positions, ObjGroup};
 pub use topology::{lumped_masses, Hinge, Topology, NO_TRIANGLE};
 

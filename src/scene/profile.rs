@@ -80,13 +80,27 @@ pub fn parse(
             e.message().trim().to_string(),
         )
     })?;
-    let scene = schema
+    let (scene, origin) = schema
         .into_scene(base)
         .map_err(|e| error(locate(&text, &e.path), e.to_string()))?;
-    scene
-        .validate()
-        .map_err(|e| error(locate(&text, &e.path), e.to_string()))?;
+    scene.validate().map_err(|e| {
+        let e = SceneError::new(profile_path(&e.path, &origin), e.message);
+        error(locate(&text, &e.path), e.to_string())
+    })?;
     Ok(scene)
+}
+
+/// Rewrites a scene field path `object[i]...` to the `[[object]]` entry object `i` came from
+/// (`origin[i]`), which differs once a `replicate` table has expanded an entry into copies.
+fn profile_path(path: &str, origin: &[usize]) -> String {
+    let entry = path
+        .strip_prefix("object[")
+        .and_then(|rest| rest.split_once(']'))
+        .and_then(|(i, rest)| Some((origin.get(i.parse::<usize>().ok()?)?, rest)));
+    match entry {
+        Some((entry, rest)) => format!("object[{entry}]{rest}"),
+        None => path.to_string(),
+    }
 }
 
 /// Applies one `key.path=value` override to a TOML document.
@@ -143,6 +157,12 @@ pub fn apply_override(doc: &mut toml_edit::DocumentMut, spec: &str) -> Result<()
                 .ok_or(format!("{key} has no entry {selector:?} ({len} entries)"))?;
             i += 2;
         } else {
+            // An inline table (`mesh = { generator = "sheet", ... }`) becomes a standard one so
+            // that its keys can be overridden like any other.
+            if let Some(inline) = item.as_inline_table_mut() {
+                let standard = std::mem::take(inline).into_table();
+                *item = toml_edit::Item::Table(standard);
+            }
             table = item.as_table_mut().ok_or(format!("{key} is not a table"))?;
             i += 1;
         }
@@ -309,7 +329,24 @@ struct ObjectTable {
     scale: Option<ScaleSpec>,
     #[serde(default)]
     velocity: [f64; 3],
+    replicate: Option<ReplicateTable>,
 }
+
+/// `replicate = { count, spacing, speed, seed }`: copies of one object on a grid, each with its
+/// own seeded random velocity (documented in profiles/README.md).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplicateTable {
+    count: [usize; 3],
+    spacing: [f64; 3],
+    #[serde(default)]
+    speed: f64,
+    #[serde(default)]
+    seed: u64,
+}
+
+/// Most copies one `replicate` table may make.
+const MAX_COPIES: usize = 100_000;
 
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -371,6 +408,14 @@ enum MeshSpec {
         spacing: f64,
         height: f64,
         base: f64,
+    },
+    LumpySphere {
+        radius: f64,
+        cells: usize,
+        #[serde(default)]
+        noise: f64,
+        #[serde(default)]
+        seed: u64,
     },
     Obj {
         path: String,
@@ -482,7 +527,8 @@ fn yes() -> bool {
 }
 
 impl ProfileFile {
-    fn into_scene(self, base: &Path) -> Result<Scene, SceneError> {
+    /// The scene, and for each of its objects the index of the `[[object]]` entry it came from.
+    fn into_scene(self, base: &Path) -> Result<(Scene, Vec<usize>), SceneError> {
         let defaults = Scene::default();
         let integrator = IntegratorSettings {
             method: match self.integrator.method {
@@ -529,12 +575,13 @@ impl ProfileFile {
             safety: self.contact.safety.unwrap_or(c.safety),
             broad_phase: self.contact.broad_phase.map_or(c.broad_phase, Into::into),
         };
-        let objects = self
-            .objects
-            .into_iter()
-            .enumerate()
-            .map(|(i, o)| o.into_object(i, base))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut objects = Vec::new();
+        let mut origin = Vec::new();
+        for (i, o) in self.objects.into_iter().enumerate() {
+            let expanded = o.into_objects(i, base)?;
+            origin.extend(std::iter::repeat_n(i, expanded.len()));
+            objects.extend(expanded);
+        }
         let mut scene = Scene {
             name: self.scene.name,
             duration: self.scene.duration,
@@ -568,11 +615,68 @@ impl ProfileFile {
                 end: f.end,
             });
         }
-        Ok(scene)
+        Ok((scene, origin))
     }
 }
 
 impl ObjectTable {
+    /// The object, or its copies `name.k` when it has a `replicate` table: copy
+    /// `k = (iz * ny + iy) * nx + ix` is moved by `(ix, iy, iz) * spacing` and gets the object's
+    /// velocity plus a random one, each component uniform in `[-speed, speed)` from `seed`.
+    fn into_objects(self, index: usize, base: &Path) -> Result<Vec<SceneObject>, SceneError> {
+        let path = format!("object[{index}].replicate");
+        let Some(r) = self.replicate.as_ref() else {
+            return Ok(vec![self.into_object(index, base)?]);
+        };
+        let [nx, ny, nz] = r.count;
+        let total = nx
+            .checked_mul(ny)
+            .and_then(|n| n.checked_mul(nz))
+            .filter(|&n| (1..=MAX_COPIES).contains(&n))
+            .ok_or_else(|| {
+                SceneError::new(
+                    format!("{path}.count"),
+                    format!(
+                        "each count must be >= 1 and their product <= {MAX_COPIES}, got {:?}",
+                        r.count
+                    ),
+                )
+            })?;
+        let spacing = DVec3::from_array(r.spacing);
+        if !spacing.is_finite() {
+            return Err(SceneError::new(
+                format!("{path}.spacing"),
+                format!("must be finite, got {spacing}"),
+            ));
+        }
+        if !(r.speed.is_finite() && r.speed >= 0.0) {
+            return Err(SceneError::new(
+                format!("{path}.speed"),
+                format!("must be finite and >= 0, got {}", r.speed),
+            ));
+        }
+        let (speed, seed) = (r.speed, r.seed);
+        let original = self.into_object(index, base)?;
+        let mut copies = Vec::with_capacity(total);
+        for k in 0..total {
+            let cell = DVec3::new(
+                (k % nx) as f64,
+                ((k / nx) % ny) as f64,
+                (k / (nx * ny)) as f64,
+            );
+            let offset = cell * spacing;
+            let random = DVec3::from_array(std::array::from_fn(|c| {
+                speed * (2.0 * mesh::seeded_unit(seed, (3 * k + c) as u64) - 1.0)
+            }));
+            let mut copy = original.clone();
+            copy.name = format!("{}.{k}", original.name);
+            copy.mesh.positions.iter_mut().for_each(|p| *p += offset);
+            copy.velocity += random;
+            copies.push(copy);
+        }
+        Ok(copies)
+    }
+
     fn into_object(self, index: usize, base: &Path) -> Result<SceneObject, SceneError> {
         let path = format!("object[{index}]");
         let mesh = self
@@ -664,6 +768,12 @@ impl MeshSpec {
                 height,
                 base: nail_base,
             } => mesh::bed_of_nails(*rows, *cols, *spacing, *height, *nail_base),
+            Self::LumpySphere {
+                radius,
+                cells,
+                noise,
+                seed,
+            } => mesh::lumpy_sphere(*radius, *cells, *noise, *seed),
             Self::Obj { path } => {
                 let full: PathBuf = base.join(path);
                 mesh::read_obj(&full)
