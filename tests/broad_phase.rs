@@ -184,7 +184,11 @@ fn every_broad_phase_gives_bit_identical_positions() {
         x
     };
     let reference = run(BroadPhaseKind::Kdop18);
-    for kind in [BroadPhaseKind::Aabb, BroadPhaseKind::SweptBoxes, BroadPhaseKind::Grid] {
+    for kind in [
+        BroadPhaseKind::Aabb,
+        BroadPhaseKind::SweptBoxes,
+        BroadPhaseKind::Grid,
+    ] {
         assert!(reference == run(kind), "{kind:?} changed the trajectory");
     }
 }

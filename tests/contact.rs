@@ -425,7 +425,10 @@ fn stepping_event_by_event_is_the_same_run() {
         assert!(event.time <= 0.1);
         kinds.insert(format!("{:?}", event.kind));
     }
-    assert!(kinds.contains("Penalty") && kinds.contains("Certificate"), "{kinds:?}");
+    assert!(
+        kinds.contains("Penalty") && kinds.contains("Certificate"),
+        "{kinds:?}"
+    );
     let (mut a, mut b) = (Vec::new(), Vec::new());
     whole.positions_at(0.1, &mut a);
     stepped.positions_at(0.1, &mut b);
