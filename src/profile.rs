@@ -116,8 +116,12 @@ impl Drop for Zone {
     fn drop(&mut self) {
         if let Some((name, start)) = self.timed {
             let end = Instant::now();
-            BUFFER.with(|b| b.borrow_mut().push(Record { name, start, end }));
-            if BUFFER.with(|b| b.borrow().len() >= 4096) {
+            let full = BUFFER.with(|b| {
+                let mut b = b.borrow_mut();
+                b.push(Record { name, start, end });
+                b.len() >= 4096
+            });
+            if full {
                 flush_thread();
             }
         }

@@ -7,7 +7,7 @@ use acm::check::{audit_positions, measure, AuditReport};
 use acm::mesh;
 use acm::scene::{profile, Material, Scene, SceneObject};
 use acm::{Frame, FrameSink, NoFrames, RunError, Simulation};
-use common::{acm, profiles_dir};
+use common::{acm, head_on, profiles_dir};
 use glam::DVec3;
 
 /// Collects the exact intersection audit of every frame.
@@ -127,33 +127,7 @@ fn thrown_particle_never_penetrates_and_goes_deeper_when_faster() {
 
 #[test]
 fn sheets_colliding_head_on_conserve_momentum() {
-    let sheet = |name: &str, y: f64, vy: f64| SceneObject {
-        name: name.into(),
-        mesh: mesh::sheet(6, 6, 10.0, 10.0).unwrap().transformed(
-            DVec3::ONE,
-            glam::DQuat::from_rotation_y(0.3 * y),
-            DVec3::new(0.2 * y, y, 0.0),
-        ),
-        material: Material {
-            density: 0.01,
-            stretch: 5000.0,
-            stretch_damping: 0.0,
-            bend: 1.0,
-            bend_damping: 0.0,
-            drag: 0.0,
-        },
-        fixed: false,
-        velocity: DVec3::new(0.0, vy, 0.0),
-        particle_mass: None,
-    };
-    let mut scene = Scene {
-        name: "head_on".into(),
-        gravity: DVec3::ZERO,
-        frame_interval: 2e-4,
-        objects: vec![sheet("a", 1.0, -500.0), sheet("b", -1.0, 600.0)],
-        ..Scene::default()
-    };
-    scene.contact.enabled = true;
+    let scene = head_on();
     let mut sim = Simulation::new(&scene).unwrap();
     let momentum = |sim: &Simulation| {
         let mut x = Vec::new();

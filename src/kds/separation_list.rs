@@ -349,34 +349,43 @@ impl<V: Volume> SeparationList<V> {
         })
     }
 
+    /// The leaves paired with leaf `l` by an open leaf pair, walking the per-node list.
+    fn open_partners(&self, l: u32) -> impl Iterator<Item = u32> + '_ {
+        let mut e = self.head[self.bvh.leaf_node(l) as usize];
+        std::iter::from_fn(move || {
+            while e != NONE {
+                let (p, side) = ((e >> 1) as usize, (e & 1) as usize);
+                e = self.pairs.next[p][side];
+                let other = if side == 0 {
+                    self.pairs.b[p]
+                } else {
+                    self.pairs.a[p]
+                };
+                if self.pairs.open[p] {
+                    if let Some(partner) = self.bvh.leaf(other) {
+                        return Some(partner);
+                    }
+                }
+            }
+            None
+        })
+    }
+
     /// Hands over again the near feature pairs of every open leaf pair of leaf `l` that involve
     /// a vertex whose reference changed in this update (stamped `epoch`): the others' answer
     /// cannot have changed.
     fn hand_over_again(&self, l: u32, found: &mut impl FnMut(PairKey)) {
-        let node = self.bvh.leaf_node(l);
-        let mut e = self.head[node as usize];
-        while e != NONE {
-            let (p, side) = ((e >> 1) as usize, (e & 1) as usize);
-            let other = if side == 0 {
-                self.pairs.b[p]
-            } else {
-                self.pairs.a[p]
-            };
-            if self.pairs.open[p] {
-                if let Some(lo) = self.bvh.leaf(other) {
-                    self.leaves.features(l, lo, &mut |k| {
-                        let moved = self
-                            .leaves
-                            .key_vertices(k)
-                            .iter()
-                            .any(|&v| self.vertex_stamp[v as usize] == self.epoch);
-                        if moved && self.near(k) {
-                            found(k);
-                        }
-                    });
+        for lo in self.open_partners(l) {
+            self.leaves.features(l, lo, &mut |k| {
+                let moved = self
+                    .leaves
+                    .key_vertices(k)
+                    .iter()
+                    .any(|&v| self.vertex_stamp[v as usize] == self.epoch);
+                if moved && self.near(k) {
+                    found(k);
                 }
-            }
-            e = self.pairs.next[p][side];
+            });
         }
     }
 
@@ -388,25 +397,8 @@ impl<V: Volume> SeparationList<V> {
         }
         let (side, _) = self.leaves.sides(key);
         side.iter().any(|&la| {
-            let node = self.bvh.leaf_node(la);
-            let mut e = self.head[node as usize];
-            while e != NONE {
-                let (p, side) = ((e >> 1) as usize, (e & 1) as usize);
-                let other = if side == 0 {
-                    self.pairs.b[p]
-                } else {
-                    self.pairs.a[p]
-                };
-                if self.pairs.open[p] {
-                    if let Some(lb) = self.bvh.leaf(other) {
-                        if self.leaves.covers(la, lb, key) {
-                            return true;
-                        }
-                    }
-                }
-                e = self.pairs.next[p][side];
-            }
-            false
+            self.open_partners(la)
+                .any(|lb| self.leaves.covers(la, lb, key))
         })
     }
 

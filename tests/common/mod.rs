@@ -70,3 +70,35 @@ pub fn acm(dir: &std::path::Path, args: &[&str]) -> Output {
 pub fn profiles_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles")
 }
+
+/// Two small sheets thrown at each other in zero gravity (1,100 cm/s closing speed).
+pub fn head_on() -> Scene {
+    let sheet = |name: &str, y: f64, vy: f64| SceneObject {
+        name: name.into(),
+        mesh: mesh::sheet(6, 6, 10.0, 10.0).unwrap().transformed(
+            DVec3::ONE,
+            glam::DQuat::from_rotation_y(0.3 * y),
+            DVec3::new(0.2 * y, y, 0.0),
+        ),
+        material: Material {
+            density: 0.01,
+            stretch: 5000.0,
+            stretch_damping: 0.0,
+            bend: 1.0,
+            bend_damping: 0.0,
+            drag: 0.0,
+        },
+        fixed: false,
+        velocity: DVec3::new(0.0, vy, 0.0),
+        particle_mass: None,
+    };
+    let mut scene = Scene {
+        name: "head_on".into(),
+        gravity: DVec3::ZERO,
+        frame_interval: 2e-4,
+        objects: vec![sheet("a", 1.0, -500.0), sheet("b", -1.0, 600.0)],
+        ..Scene::default()
+    };
+    scene.contact.enabled = true;
+    scene
+}
