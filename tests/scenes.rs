@@ -87,8 +87,29 @@ impl FrameSink for Recorder {
     }
 }
 
+/// Frame positions only (the runs on other thread counts).
+struct Positions(Vec<Vec<DVec3>>);
+
+impl FrameSink for Positions {
+    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
+        self.0.push(frame.positions.to_vec());
+        Ok(())
+    }
+}
+
+/// Runs `f` on a rayon pool of `threads` threads.
+fn on_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("thread pool")
+        .install(f)
+}
+
 /// Loads `profiles/NAME.toml` with `overrides`, runs it to its (overridden) duration with the
-/// per-event audit on, and checks that no frame has an intersecting pair.
+/// per-event audit on (2 threads), and checks that no frame has an intersecting pair; then runs
+/// it again on 1 and on 4 threads and checks that every frame is bit-identical (issue 7; 4
+/// threads on 2 cores still exercises the splitting).
 fn run(name: &str, overrides: &[String]) -> Recorded {
     let path = profiles_dir().join(format!("{name}.toml"));
     let scene = profile::load(&path, overrides).unwrap_or_else(|e| panic!("{e}"));
@@ -101,14 +122,27 @@ fn run(name: &str, overrides: &[String]) -> Recorded {
         energy: Vec::new(),
     };
     let start = std::time::Instant::now();
-    sim.run_until(scene.duration, &mut rec)
-        .expect("the run passes the audit");
+    on_threads(2, || sim.run_until(scene.duration, &mut rec)).expect("the run passes the audit");
+    let wall = start.elapsed().as_secs_f64();
+    for threads in [1, 4] {
+        let frames = on_threads(threads, || {
+            let mut sim = Simulation::new(&scene).expect("scene builds");
+            let mut frames = Positions(Vec::new());
+            sim.run_until(scene.duration, &mut frames)
+                .expect("the run succeeds");
+            frames.0
+        });
+        assert!(
+            frames == rec.positions,
+            "{name}: {threads} threads changed the frames"
+        );
+    }
     let stats = sim.stats();
     eprintln!(
         "{name}: {} vertices, {} s simulated in {:.2} s wall, {} events, deepest layer {}",
         rec.positions[0].len(),
         scene.duration,
-        start.elapsed().as_secs_f64(),
+        wall,
         stats.events_total,
         stats.contact.as_ref().map_or(0, |c| c.deepest_layer),
     );
