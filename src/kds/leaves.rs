@@ -14,9 +14,11 @@
 
 use glam::DVec3;
 use hashbrown::HashMap;
+use rayon::prelude::*;
 
 use super::kdop::Volume;
 use super::swept_boxes::PairKey;
+use super::PAR_MIN_LEN;
 use crate::mesh::Csr;
 use crate::state::VertexState;
 
@@ -248,6 +250,18 @@ impl<V: Volume> VertexVolumes<V> {
         self.vol[v as usize] = V::fit(&[p0], &[p1], t, t_end, pad);
     }
 
+    /// Fits every vertex's volume, in parallel, as [`refresh`](Self::refresh) does one.
+    pub fn refresh_all(&mut self, refs: &References, (t, t_end): (f64, f64), pad: f64) {
+        self.vol
+            .par_iter_mut()
+            .enumerate()
+            .with_min_len(PAR_MIN_LEN)
+            .for_each(|(v, vol)| {
+                let (p0, p1) = (refs.at(v as u32, t, t_end), refs.at(v as u32, t_end, t_end));
+                *vol = V::fit(&[p0], &[p1], t, t_end, pad);
+            });
+    }
+
     /// Whether the two primitives of `key` may come within `eta1` before `t_end`: their
     /// volumes around the reference trajectories on `[now, t_end]` (grown by half of `eta1` plus
     /// the reference slack) overlap at some time. Leaf pairs hand over only these feature
@@ -311,9 +325,15 @@ impl References {
 
     /// Makes every vertex's current trajectory its reference.
     pub fn reset_all(&mut self, state: &VertexState, t_end: f64) {
-        for v in 0..state.len() as u32 {
-            self.reset(v, state, t_end);
-        }
+        self.end
+            .par_iter_mut()
+            .zip(self.vel.par_iter_mut())
+            .enumerate()
+            .with_min_len(PAR_MIN_LEN)
+            .for_each(|(v, (end, vel))| {
+                *end = state.position_at(v, t_end);
+                *vel = state.v[v];
+            });
     }
 
     /// Whether vertex `v` stays within `slack` of its reference from `t` to `t_end`.

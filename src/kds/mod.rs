@@ -24,6 +24,11 @@ use swept_boxes::{PairKey, SweptBoxes};
 
 use crate::state::VertexState;
 
+/// Fewest vertices or pairs per rayon task in the per-vertex and per-pair passes of the
+/// separation list (checking references, fitting vertex volumes, re-timing pairs, handing over
+/// feature pairs): one item costs ~50-100 ns, so smaller tasks cost more to split than they save.
+const PAR_MIN_LEN: usize = 256;
+
 /// How far (as a fraction of `eta1`) a vertex may stray from its reference trajectory before
 /// the kinetic broad phases refit its leaves (the interim broad phase's slack, too).
 const SLACK: f64 = 0.25;

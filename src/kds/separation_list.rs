@@ -32,9 +32,11 @@ use super::bvh::Bvh;
 use super::kdop::{after, Volume};
 use super::leaves::{Leaves, References, VertexVolumes, NONE};
 use super::swept_boxes::PairKey;
+use super::PAR_MIN_LEN;
 use crate::events::EventQueue;
 use crate::ids::EventId;
 use crate::state::VertexState;
+use rayon::prelude::*;
 
 /// Counters of a separation list (cheap, always on).
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -106,6 +108,8 @@ pub struct SeparationList<V> {
     epoch: u32,
     scratch_nodes: Vec<u32>,
     scratch_leaves: Vec<u32>,
+    scratch_pairs: Vec<u32>,
+    scratch_when: Vec<Option<f64>>,
     stack: Vec<u32>,
     stats: ListStats,
     /// Audit calls so far (see [`SeparationList::audit`]).
@@ -147,6 +151,8 @@ impl<V: Volume> SeparationList<V> {
             epoch: 0,
             scratch_nodes: Vec::new(),
             scratch_leaves: Vec::new(),
+            scratch_pairs: Vec::new(),
+            scratch_when: Vec::new(),
             stack: Vec::new(),
             stats: ListStats::default(),
             audits: std::sync::atomic::AtomicU64::new(0),
@@ -226,9 +232,7 @@ impl<V: Volume> SeparationList<V> {
         self.t_end = t_end;
         self.refs.reset_all(state, t_end);
         let pad = self.pad();
-        for v in 0..state.len() as u32 {
-            self.vertex_vols.refresh(&self.refs, v, (t, t_end), pad);
-        }
+        self.vertex_vols.refresh_all(&self.refs, (t, t_end), pad);
         let grow = self.slack;
         self.bvh
             .refit_all(&self.leaves, &self.refs, (t, t_end), pad, grow);
@@ -240,21 +244,27 @@ impl<V: Volume> SeparationList<V> {
             self.descend_children(0, t, found);
         }
         self.rebuilding = true;
-        for p in 0..self.pairs.a.len() as u32 {
-            if self.pairs.live[p as usize] {
-                self.schedule(p, t);
-            }
-        }
+        let mut live = std::mem::take(&mut self.scratch_pairs);
+        live.clear();
+        live.extend((0..self.pairs.a.len() as u32).filter(|&p| self.pairs.live[p as usize]));
+        self.schedule_batch(&live, t);
         self.process_due(t, found);
         self.rebuilding = false;
-        for p in 0..self.pairs.a.len() {
-            if self.pairs.live[p] && self.pairs.open[p] {
-                let (a, b) = (self.pairs.a[p], self.pairs.b[p]);
-                if let (Some(la), Some(lb)) = (self.bvh.leaf(a), self.bvh.leaf(b)) {
-                    self.hand_over(la, lb, found);
-                }
-            }
-        }
+        let open_leaf_pairs: Vec<(u32, u32)> = (0..self.pairs.a.len())
+            .filter(|&p| self.pairs.live[p] && self.pairs.open[p])
+            .filter_map(|p| {
+                Some((
+                    self.bvh.leaf(self.pairs.a[p])?,
+                    self.bvh.leaf(self.pairs.b[p])?,
+                ))
+            })
+            .collect();
+        self.in_order(
+            &open_leaf_pairs,
+            |list, &(la, lb), mut out| list.hand_over(la, lb, &mut out),
+            found,
+        );
+        self.scratch_pairs = live;
     }
 
     /// After the velocities of `vertices` changed at `t`: refits the leaves of the vertices that
@@ -271,15 +281,20 @@ impl<V: Volume> SeparationList<V> {
         let mut dirty = std::mem::take(&mut self.scratch_leaves);
         dirty.clear();
         self.epoch = self.epoch.wrapping_add(1);
-        for &v in vertices {
-            if !self.refs.follows(v, state, t, self.t_end, self.slack) {
-                self.refs.reset(v, state, self.t_end);
-                let span = (t, self.t_end);
-                self.vertex_vols
-                    .refresh(&self.refs, v, span, self.margin + self.slack);
-                self.vertex_stamp[v as usize] = self.epoch;
-                dirty.extend_from_slice(self.leaves.of_vertex(v));
-            }
+        let (refs, t_end, slack) = (&self.refs, self.t_end, self.slack);
+        let strayed: Vec<u32> = vertices
+            .par_iter()
+            .with_min_len(PAR_MIN_LEN)
+            .filter(|&&v| !refs.follows(v, state, t, t_end, slack))
+            .copied()
+            .collect();
+        for v in strayed {
+            self.refs.reset(v, state, self.t_end);
+            let span = (t, self.t_end);
+            self.vertex_vols
+                .refresh(&self.refs, v, span, self.margin + self.slack);
+            self.vertex_stamp[v as usize] = self.epoch;
+            dirty.extend_from_slice(self.leaves.of_vertex(v));
         }
         if !dirty.is_empty() {
             dirty.sort_unstable();
@@ -298,20 +313,26 @@ impl<V: Volume> SeparationList<V> {
                         }
                     });
             }
+            let mut pairs = std::mem::take(&mut self.scratch_pairs);
+            pairs.clear();
             for &n in &changed {
                 let mut e = self.head[n as usize];
                 while e != NONE {
                     let (p, side) = (e >> 1, (e & 1) as usize);
-                    self.stats.retimes += 1;
-                    self.schedule(p, t);
+                    pairs.push(p);
                     e = self.pairs.next[p as usize][side];
                 }
             }
+            self.stats.retimes += pairs.len() as u64;
+            self.schedule_batch(&pairs, t);
+            self.scratch_pairs = pairs;
             self.scratch_nodes = changed;
             self.process_due(t, found);
-            for &l in &dirty {
-                self.hand_over_again(l, found);
-            }
+            self.in_order(
+                &dirty,
+                |list, &l, mut out| list.hand_over_again(l, &mut out),
+                found,
+            );
         }
         self.scratch_leaves = dirty;
     }
@@ -479,12 +500,73 @@ impl<V: Volume> SeparationList<V> {
             .is_some_and(|(s, _)| s <= t)
     }
 
+    /// Calls `each(self, item, out)` for every item, in parallel when there are many, then
+    /// passes what each pushed to `out` on to `found` in item order: the same calls, in the
+    /// same order, as one serial pass, whatever the number of threads.
+    fn in_order<T: Sync>(
+        &self,
+        items: &[T],
+        each: impl Fn(&Self, &T, &mut dyn FnMut(PairKey)) + Sync,
+        found: &mut impl FnMut(PairKey),
+    ) {
+        if items.len() < 2 * PAR_MIN_LEN {
+            for item in items {
+                each(self, item, found);
+            }
+            return;
+        }
+        let chunks: Vec<Vec<PairKey>> = items
+            .par_chunks(PAR_MIN_LEN)
+            .map(|chunk| {
+                let mut keys = Vec::new();
+                for item in chunk {
+                    each(self, item, &mut |k| keys.push(k));
+                }
+                keys
+            })
+            .collect();
+        for k in chunks.into_iter().flatten() {
+            found(k);
+        }
+    }
+
+    /// Re-times pairs `ps` at `t` exactly as [`schedule`](Self::schedule) would one by one, in
+    /// order; the certificate times are computed in parallel.
+    fn schedule_batch(&mut self, ps: &[u32], t: f64) {
+        let mut when = std::mem::take(&mut self.scratch_when);
+        ps.par_iter()
+            .with_min_len(PAR_MIN_LEN)
+            .map(|&p| self.next_certificate(p, t))
+            .collect_into_vec(&mut when);
+        for (&p, &s) in ps.iter().zip(&when) {
+            self.queue_certificate(p, s);
+        }
+        self.scratch_when = when;
+    }
+
     /// Queues pair `p`'s next certificate as seen at `t` (the current time).
     fn schedule(&mut self, p: u32, t: f64) {
+        let s = self.next_certificate(p, t);
+        self.queue_certificate(p, s);
+    }
+
+    /// Queues pair `p`'s certificate at `s`, or drops it for `None`.
+    fn queue_certificate(&mut self, p: u32, s: Option<f64>) {
         let id = EventId(p);
+        match s {
+            Some(s) => self.queue.update(id, s),
+            None => {
+                self.queue.remove(id);
+            }
+        }
+    }
+
+    /// When pair `p`'s next certificate fails, as seen at `t` (the current time); `None`: not
+    /// before the horizon's end.
+    fn next_certificate(&self, p: u32, t: f64) -> Option<f64> {
         let interval = self.interval(p);
         let overlapping = interval.is_some_and(|(s, _)| s <= t);
-        let when = if self.pairs.open[p as usize] {
+        if self.pairs.open[p as usize] {
             match interval {
                 _ if !overlapping => (self.eager || self.rebuilding).then_some(t),
                 Some((_, e)) if self.eager && e < self.t_end => {
@@ -497,12 +579,6 @@ impl<V: Volume> SeparationList<V> {
             match interval {
                 Some((s, _)) if s <= t || s < self.t_end => Some(s.max(t)),
                 _ => None,
-            }
-        };
-        match when {
-            Some(s) => self.queue.update(id, s),
-            None => {
-                self.queue.remove(id);
             }
         }
     }
