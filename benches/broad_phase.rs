@@ -72,7 +72,7 @@ fn refit<V: Volume>(c: &mut Criterion, name: &str) {
         .map(|l| leaves.centroid(l, &state, 0.0))
         .collect();
     let placeholder = V::fit(&[DVec3::ZERO], &[DVec3::ZERO], 0.0, 0.0, 0.0);
-    let mut bvh = Bvh::build(&centroids, placeholder);
+    let mut bvh = Bvh::build(&centroids, |a, b| leaves.adjacent(a, b), placeholder);
     let mut refs = References::new(n);
     refs.reset_all(&state, 0.01);
     let mut group = c.benchmark_group("broad_phase");

@@ -2,9 +2,17 @@
 //! object-object and self contact are found by the same traversal.
 //!
 //! Built once, top down and deterministically: the leaves' centroids are split at the median
-//! along the longest axis of their bounds (ties broken by leaf id). The topology never changes
-//! afterwards; only the volumes are refitted, bottom up, from the leaves' reference trajectories
-//! (see [`super::leaves`]).
+//! along the longest axis of their bounds (ties broken by leaf id) until at most [`BUCKET`]
+//! leaves remain that are connected through shared vertices; those form one leaf node (a
+//! *bucket*), whose volume bounds them all. Leaves of different objects, or of two layers of
+//! one folded sheet, never share a bucket: a bucket's self pair stays open for good, so it must
+//! hold only neighbours that are close anyway. The
+//! topology never changes afterwards; only the volumes are refitted, bottom up, from the leaves'
+//! reference trajectories (see [`super::leaves`]).
+//!
+//! Buckets keep the separation list small: a fine mesh's neighbouring triangles always overlap,
+//! so with one triangle per leaf node every vertex kept about 42 node pairs open or pending; a
+//! bucket of four neighbours holds those pairs inside one node (see `benches/README.md`).
 //!
 //! Nodes are a structure of arrays in pre-order (a parent's id is smaller than its children's),
 //! so a reverse sweep over ids is a bottom-up pass: `child` and `parent` are read by the
@@ -16,49 +24,78 @@ use rayon::prelude::*;
 use super::kdop::Volume;
 use super::leaves::{Leaves, References, NONE};
 
-/// Leaves per rayon task when fitting all leaves.
-const PAR_MIN_LEN: usize = 2048;
+/// Leaf nodes per rayon task when fitting all leaf nodes.
+const PAR_MIN_LEN: usize = 512;
+
+/// Most leaves per leaf node (see the module docs).
+pub const BUCKET: usize = super::leaves::MAX_GROUP;
+
+/// Tags the second child slot of a leaf node, whose slots hold the range of its leaves in
+/// `Bvh::order`.
+const LEAF_NODE: u32 = 1 << 31;
 
 /// A bounding volume hierarchy with volumes of kind `V` (see the module docs).
 #[derive(Debug)]
 pub struct Bvh<V> {
-    /// Children of an internal node; `[leaf, NONE]` for a leaf node.
+    /// Children of an internal node; `[start, end | LEAF_NODE]` for a leaf node, whose leaves
+    /// are `order[start..end]`.
     child: Vec<[u32; 2]>,
+    /// Leaf ids grouped by leaf node, in node order.
+    order: Vec<u32>,
     /// Parent of each node (`NONE` for the root).
     parent: Vec<u32>,
     /// Volume of each node, valid from its last fit to the horizon's end.
     pub vol: Vec<V>,
-    /// Leaf id -> its node.
+    /// Leaf id -> its leaf node.
     leaf_node: Vec<u32>,
+    /// Leaf nodes, in node order.
+    leaf_nodes: Vec<u32>,
 }
 
 impl<V: Volume> Bvh<V> {
-    /// Builds the topology over leaves with these centroids. Volumes start empty-valued; call
+    /// Builds the topology over leaves with these centroids; `adjacent(a, b)` says whether
+    /// leaves `a` and `b` share a vertex. Volumes start empty-valued; call
     /// [`refit_all`](Self::refit_all) before use.
-    pub fn build(centroids: &[DVec3], placeholder: V) -> Self {
+    pub fn build(centroids: &[DVec3], adjacent: impl Fn(u32, u32) -> bool, placeholder: V) -> Self {
         let n = centroids.len();
         let cap = (2 * n).saturating_sub(1);
         let mut bvh = Self {
             child: Vec::with_capacity(cap),
             parent: Vec::with_capacity(cap),
+            order: (0..n as u32).collect(),
             vol: Vec::new(),
             leaf_node: vec![NONE; n],
+            leaf_nodes: Vec::new(),
         };
         if n > 0 {
-            let mut ids: Vec<u32> = (0..n as u32).collect();
-            bvh.split(&mut ids, centroids, NONE);
+            let mut ids = std::mem::take(&mut bvh.order);
+            bvh.split(&mut ids, 0, centroids, &adjacent, NONE);
+            bvh.order = ids;
         }
         bvh.vol = vec![placeholder; bvh.child.len()];
         bvh
     }
 
-    /// Appends the subtree over `ids` (pre-order) and returns its root.
-    fn split(&mut self, ids: &mut [u32], centroids: &[DVec3], parent: u32) -> u32 {
+    /// Appends the subtree over `ids`, which sit at `start` in the final leaf order
+    /// (pre-order), and returns its root.
+    fn split(
+        &mut self,
+        ids: &mut [u32],
+        start: usize,
+        centroids: &[DVec3],
+        adjacent: &impl Fn(u32, u32) -> bool,
+        parent: u32,
+    ) -> u32 {
         let node = self.child.len() as u32;
         self.parent.push(parent);
-        if ids.len() == 1 {
-            self.child.push([ids[0], NONE]);
-            self.leaf_node[ids[0] as usize] = node;
+        if ids.len() == 1 || (ids.len() <= BUCKET && connected(ids, adjacent)) {
+            ids.sort_unstable();
+            self.child
+                .push([start as u32, (start + ids.len()) as u32 | LEAF_NODE]);
+            for &l in ids.iter() {
+                self.leaf_node[l as usize] = node;
+            }
+            self.leaf_nodes.push(node);
             return node;
         }
         self.child.push([NONE, NONE]);
@@ -82,8 +119,8 @@ impl<V: Volume> Bvh<V> {
                 .then(a.cmp(&b))
         });
         let (left, right) = ids.split_at_mut(mid);
-        let l = self.split(left, centroids, node);
-        let r = self.split(right, centroids, node);
+        let l = self.split(left, start, centroids, adjacent, node);
+        let r = self.split(right, start + mid, centroids, adjacent, node);
         self.child[node as usize] = [l, r];
         node
     }
@@ -98,11 +135,11 @@ impl<V: Volume> Bvh<V> {
         self.child.is_empty()
     }
 
-    /// The leaf held by node `n`, if it is a leaf node.
+    /// The leaves held by node `n`, if it is a leaf node (a bucket).
     #[inline]
-    pub fn leaf(&self, n: u32) -> Option<u32> {
+    pub fn bucket(&self, n: u32) -> Option<&[u32]> {
         let [a, b] = self.child[n as usize];
-        (b == NONE).then_some(a)
+        (b & LEAF_NODE != 0).then(|| &self.order[a as usize..(b & !LEAF_NODE) as usize])
     }
 
     /// The children of internal node `n`.
@@ -117,18 +154,41 @@ impl<V: Volume> Bvh<V> {
         self.parent[n as usize]
     }
 
-    /// The node of leaf `l`.
+    /// The leaf node holding leaf `l`.
     #[inline]
     pub fn leaf_node(&self, l: u32) -> u32 {
         self.leaf_node[l as usize]
     }
 
-    /// Fits leaf `l`'s volume to its reference trajectories on `[t, t_end]`, grown by `pad`.
-    pub fn fit_leaf(leaves: &Leaves, refs: &References, l: u32, t: f64, t_end: f64, pad: f64) -> V {
-        let mut p0 = Vec::with_capacity(3);
-        let mut p1 = Vec::with_capacity(3);
-        refs.leaf_points(leaves, l, t, t_end, &mut p0, &mut p1);
+    /// Fits a volume to the reference trajectories of `ls`' vertices on `[t, t_end]`, grown by
+    /// `pad`.
+    pub fn fit_leaves(
+        leaves: &Leaves,
+        refs: &References,
+        ls: &[u32],
+        t: f64,
+        t_end: f64,
+        pad: f64,
+    ) -> V {
+        let mut p0 = Vec::with_capacity(3 * ls.len());
+        let mut p1 = Vec::with_capacity(3 * ls.len());
+        for &l in ls {
+            refs.leaf_points(leaves, l, t, t_end, &mut p0, &mut p1);
+        }
         V::fit(&p0, &p1, t, t_end, pad)
+    }
+
+    /// Fits leaf node `n`'s volume from its leaves (see [`fit_leaves`](Self::fit_leaves)).
+    fn fit_bucket(
+        &self,
+        leaves: &Leaves,
+        refs: &References,
+        n: u32,
+        span: (f64, f64),
+        pad: f64,
+    ) -> V {
+        let bucket = self.bucket(n).expect("a leaf node");
+        Self::fit_leaves(leaves, refs, bucket, span.0, span.1, pad)
     }
 
     /// The volume of internal node `n` from its children's, grown by `grow`.
@@ -151,36 +211,36 @@ impl<V: Volume> Bvh<V> {
         pad: f64,
         grow: f64,
     ) {
-        let fitted: Vec<V> = (0..leaves.len() as u32)
-            .into_par_iter()
+        let fitted: Vec<V> = self
+            .leaf_nodes
+            .par_iter()
             .with_min_len(PAR_MIN_LEN)
-            .map(|l| Self::fit_leaf(leaves, refs, l, t, t_end, pad))
+            .map(|&n| self.fit_bucket(leaves, refs, n, (t, t_end), pad))
             .collect();
-        for (l, v) in fitted.into_iter().enumerate() {
-            self.vol[self.leaf_node[l] as usize] = v;
+        for (&n, v) in self.leaf_nodes.iter().zip(fitted) {
+            self.vol[n as usize] = v;
         }
         for n in (0..self.child.len()).rev() {
-            if self.child[n][1] != NONE {
+            if self.child[n][1] & LEAF_NODE == 0 {
                 self.vol[n] = self.merged(n as u32, t, t_end, grow);
             }
         }
     }
 
-    /// Refits leaf `l` on `[t, t_end] = span` and its ancestors until one still contains its
-    /// refitted child; calls `changed` for every node whose volume changed (the leaf's first).
+    /// Refits leaf node `n` on `[t, t_end] = span` and its ancestors until one still contains
+    /// its refitted child; calls `changed` for every node whose volume changed (`n` first).
     /// Internal nodes are grown by `grow` when refitted, so that the next small change of a
     /// child stays inside and costs no re-timing above it.
-    pub fn refit_leaf(
+    pub fn refit_bucket(
         &mut self,
         leaves: &Leaves,
         refs: &References,
-        l: u32,
+        mut n: u32,
         (t, t_end): (f64, f64),
         (pad, grow): (f64, f64),
         changed: &mut impl FnMut(u32),
     ) {
-        let mut n = self.leaf_node[l as usize];
-        self.vol[n as usize] = Self::fit_leaf(leaves, refs, l, t, t_end, pad);
+        self.vol[n as usize] = self.fit_bucket(leaves, refs, n, (t, t_end), pad);
         changed(n);
         loop {
             let p = self.parent[n as usize];
@@ -196,16 +256,16 @@ impl<V: Volume> Bvh<V> {
     /// Heap bytes held.
     pub fn bytes(&self) -> usize {
         self.child.capacity() * 8
-            + self.parent.capacity() * 4
+            + (self.parent.capacity() + self.order.capacity()) * 4
             + self.vol.capacity() * std::mem::size_of::<V>()
-            + self.leaf_node.capacity() * 4
+            + (self.leaf_node.capacity() + self.leaf_nodes.capacity()) * 4
     }
 
     /// Checks that every internal node contains its children at `t` (for `--audit`).
     pub fn validate(&self, t: f64, t_end: f64) -> Result<(), String> {
         for n in 0..self.child.len() {
             let [a, b] = self.child[n];
-            if b == NONE {
+            if b & LEAF_NODE != 0 {
                 continue;
             }
             for c in [a, b] {
@@ -220,28 +280,68 @@ impl<V: Volume> Bvh<V> {
     }
 }
 
+/// Whether the few leaves `ids` form one group through `adjacent` links.
+fn connected(ids: &[u32], adjacent: &impl Fn(u32, u32) -> bool) -> bool {
+    let mut reached = 1usize; // bit i: ids[i] is reached from ids[0]
+    loop {
+        let before = reached;
+        for i in 0..ids.len() {
+            if reached & (1 << i) == 0 {
+                continue;
+            }
+            for j in 0..ids.len() {
+                if adjacent(ids[i], ids[j]) {
+                    reached |= 1 << j;
+                }
+            }
+        }
+        if reached == before {
+            return reached == (1 << ids.len()) - 1;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::kds::kdop::Dop18;
 
     #[test]
-    fn build_is_balanced_and_pre_ordered() {
+    fn build_is_balanced_pre_ordered_and_buckets_only_neighbours() {
         let centroids: Vec<DVec3> = (0..100)
             .map(|i| DVec3::new((i % 10) as f64, (i / 10) as f64, 0.0))
             .collect();
         let placeholder = Dop18::fit(&[DVec3::ZERO], &[DVec3::ZERO], 0.0, 1.0, 0.0);
-        let bvh = Bvh::build(&centroids, placeholder);
-        assert_eq!(bvh.len(), 199);
+        // Grid neighbours are adjacent.
+        let grid = |a: u32, b: u32| centroids[a as usize].distance(centroids[b as usize]) == 1.0;
+        let bvh = Bvh::build(&centroids, grid, placeholder);
         let mut depth = vec![0u32; bvh.len()];
         for n in 1..bvh.len() as u32 {
             let p = bvh.parent(n);
             assert!(p < n);
             depth[n as usize] = depth[p as usize] + 1;
         }
-        assert!(depth.iter().max().copied().unwrap_or(0) <= 8);
-        for l in 0..100 {
-            assert_eq!(bvh.leaf(bvh.leaf_node(l)), Some(l));
+        assert!(depth.iter().max().copied().unwrap_or(0) <= 7);
+        let mut held = 0;
+        for &n in &bvh.leaf_nodes {
+            let bucket = bvh.bucket(n).unwrap();
+            held += bucket.len();
+            assert!((1..=BUCKET).contains(&bucket.len()));
+            for &l in bucket {
+                assert_eq!(bvh.leaf_node(l), n);
+                assert!(bucket.len() == 1 || bucket.iter().any(|&m| grid(l, m)));
+            }
         }
+        assert_eq!(held, 100);
+        // At most half as many leaf nodes as leaves (one per leaf without buckets).
+        assert!(
+            bvh.leaf_nodes.len() <= 50,
+            "{} buckets",
+            bvh.leaf_nodes.len()
+        );
+        // With no adjacency every leaf is its own bucket: 199 nodes.
+        let apart = Bvh::build(&centroids, |_, _| false, placeholder);
+        assert_eq!(apart.len(), 199);
+        assert!((0..100).all(|l| apart.bucket(apart.leaf_node(l)) == Some(&[l][..])));
     }
 }

@@ -49,12 +49,12 @@ pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
     /// The volume grown by `d` in every direction.
     fn inflate(&self, d: f64) -> Self;
 
-    /// Whether the union of `a[0]` and `a[1]` may overlap the union of `b[0]` and `b[1]` at
-    /// some time in `[t, t_end]` (the edge-edge test of [`super::leaves::VertexVolumes`]).
-    fn unions_meet(a: [&Self; 2], b: [&Self; 2], t: f64, t_end: f64) -> bool {
-        let ua = a[0].union(a[1], t, t_end);
-        let ub = b[0].union(b[1], t, t_end);
-        ua.overlap_interval(&ub, t, t_end).is_some()
+    /// Whether the union of the volumes `a` may overlap the union of the volumes `b` at some
+    /// time in `[t, t_end]` (the vertex-triangle and edge-edge tests of
+    /// [`super::leaves::VertexVolumes`]). Both slices are non-empty.
+    fn unions_meet(a: &[&Self], b: &[&Self], t: f64, t_end: f64) -> bool {
+        let union = |vs: &[&Self]| vs[1..].iter().fold(*vs[0], |u, v| u.union(v, t, t_end));
+        union(a).overlap_interval(&union(b), t, t_end).is_some()
     }
 }
 
@@ -346,19 +346,21 @@ impl<const A: usize> Volume for Dop<A> {
     /// Per axis, the unions' extents at `t` and `t_end` bound chords (the union's lower extent
     /// is concave, its upper extent convex), and each separation condition is linear in
     /// `lambda = (s - t) / (t_end - t)`: no `f32` rounding and one division per condition.
-    fn unions_meet(a: [&Self; 2], b: [&Self; 2], t: f64, t_end: f64) -> bool {
+    fn unions_meet(a: &[&Self], b: &[&Self], t: f64, t_end: f64) -> bool {
         let u = t - t_end;
         let (mut lo, mut hi) = (0.0f64, 1.0f64);
         for j in 0..A {
-            let lo_at = |v: &Self, x: f64| at(v.lo[j], v.vlo[j], x);
-            let hi_at = |v: &Self, x: f64| at(v.hi[j], v.vhi[j], x);
-            let ends = |p: [&Self; 2]| {
-                (
-                    lo_at(p[0], u).min(lo_at(p[1], u)),
-                    (p[0].lo[j] as f64).min(p[1].lo[j] as f64),
-                    hi_at(p[0], u).max(hi_at(p[1], u)),
-                    (p[0].hi[j] as f64).max(p[1].hi[j] as f64),
-                )
+            let ends = |vs: &[&Self]| {
+                let inf = f64::INFINITY;
+                vs.iter()
+                    .fold((inf, inf, -inf, -inf), |(lo0, lo1, hi0, hi1), v| {
+                        (
+                            lo0.min(at(v.lo[j], v.vlo[j], u)),
+                            lo1.min(v.lo[j] as f64),
+                            hi0.max(at(v.hi[j], v.vhi[j], u)),
+                            hi1.max(v.hi[j] as f64),
+                        )
+                    })
             };
             let (alo0, alo1, ahi0, ahi1) = ends(a);
             let (blo0, blo1, bhi0, bhi1) = ends(b);

@@ -172,7 +172,7 @@ impl KineticGrid {
         }
         for l in 0..self.leaves.len() as u32 {
             self.boxes[l as usize] =
-                Bvh::<Aabb>::fit_leaf(&self.leaves, &self.refs, l, t, t_end, pad);
+                Bvh::<Aabb>::fit_leaves(&self.leaves, &self.refs, &[l], t, t_end, pad);
         }
         if self.cell == 0.0 {
             let n = self.leaves.len().max(1) as f64;
@@ -238,7 +238,7 @@ impl KineticGrid {
         let pad = self.pad();
         for &l in &dirty {
             self.boxes[l as usize] =
-                Bvh::<Aabb>::fit_leaf(&self.leaves, &self.refs, l, t, self.t_end, pad);
+                Bvh::<Aabb>::fit_leaves(&self.leaves, &self.refs, &[l], t, self.t_end, pad);
             self.reregister(l, t, found);
             self.hand_over_again(l, found);
         }
@@ -266,7 +266,7 @@ impl KineticGrid {
         }
     }
 
-    /// Calls `found` for the near feature pairs ([`Leaves::near`]) of leaf `l` and every leaf
+    /// Calls `found` for the near feature pairs ([`VertexVolumes::near`]) of leaf `l` and every leaf
     /// sharing a cell with it.
     fn hand_over_again(&self, l: u32, found: &mut impl FnMut(PairKey)) {
         let mut others = Vec::new();
@@ -291,12 +291,10 @@ impl KineticGrid {
         });
     }
 
-    /// [`Leaves::near`] over the current horizon, with the leaf boxes (a triangle's leaf id is
-    /// its triangle id).
+    /// [`VertexVolumes::near`] over the current horizon.
     fn near(&self, key: PairKey) -> bool {
-        let span = (self.now, self.t_end);
         self.vertex_vols
-            .near(&self.leaves, key, span, |t| self.boxes[t as usize])
+            .near(&self.leaves, key, (self.now, self.t_end))
     }
 
     /// Whether some pair of leaves sharing a cell holds `key` among its feature pairs and the

@@ -138,6 +138,11 @@ impl Leaves {
             .filter(|&e| e != NONE)
     }
 
+    /// Whether leaves `a` and `b` share a vertex.
+    pub fn adjacent(&self, a: u32, b: u32) -> bool {
+        self.verts(a).any(|v| self.verts[b as usize].contains(&v))
+    }
+
     /// The leaves holding vertex `v`.
     #[inline]
     pub fn of_vertex(&self, v: u32) -> &[u32] {
@@ -164,6 +169,44 @@ impl Leaves {
         for e in self.edges_of(a) {
             let ev = self.edges[e as usize];
             for f in self.edges_of(b) {
+                let fv = self.edges[f as usize];
+                if e != f && !ev.iter().any(|v| fv.contains(v)) {
+                    found(PairKey::EdgeEdge(e.min(f), e.max(f)));
+                }
+            }
+        }
+    }
+
+    /// Calls `found` for every VT and EE pair sharing no vertex between a primitive of the
+    /// leaves `a` and one of the leaves `b`, or, for `b = None`, between two primitives of the
+    /// leaves `a`: the union of [`features`](Self::features) over those leaf pairs, with the
+    /// repeats of shared vertices and edges left out. At most [`MAX_GROUP`] leaves a side.
+    pub fn group_features(&self, a: &[u32], b: Option<&[u32]>, found: &mut impl FnMut(PairKey)) {
+        let ga = Group::of(self, a);
+        let gb = b.map(|b| Group::of(self, b));
+        let gb = gb.as_ref().unwrap_or(&ga);
+        let vt = |g: &Group, h: &Group, found: &mut dyn FnMut(PairKey)| {
+            for &v in g.verts() {
+                for &t in h.tris() {
+                    if !self.triangles[t as usize].contains(&v) {
+                        found(PairKey::VertexTriangle(v, t));
+                    }
+                }
+            }
+        };
+        vt(&ga, gb, found);
+        if b.is_some() {
+            vt(gb, &ga, found);
+        }
+        for (i, &e) in ga.edges().iter().enumerate() {
+            let ev = self.edges[e as usize];
+            // Within one group, each unordered edge pair once.
+            let fs = if b.is_some() {
+                gb.edges()
+            } else {
+                &ga.edges()[i + 1..]
+            };
+            for &f in fs {
                 let fv = self.edges[f as usize];
                 if e != f && !ev.iter().any(|v| fv.contains(v)) {
                     found(PairKey::EdgeEdge(e.min(f), e.max(f)));
@@ -226,6 +269,58 @@ impl Leaves {
     }
 }
 
+/// Most leaves in a group (see [`Leaves::group_features`]).
+pub const MAX_GROUP: usize = 4;
+
+/// The distinct vertices, edges and triangles of a few leaves, on the stack.
+struct Group {
+    verts: [u32; 3 * MAX_GROUP],
+    edges: [u32; 3 * MAX_GROUP],
+    tris: [u32; MAX_GROUP],
+    /// Counts of `verts`, `edges`, `tris`.
+    len: [usize; 3],
+}
+
+impl Group {
+    /// The primitives of leaves `ls` (at most [`MAX_GROUP`]).
+    fn of(leaves: &Leaves, ls: &[u32]) -> Self {
+        debug_assert!(ls.len() <= MAX_GROUP);
+        let mut g = Group {
+            verts: [NONE; 3 * MAX_GROUP],
+            edges: [NONE; 3 * MAX_GROUP],
+            tris: [NONE; MAX_GROUP],
+            len: [0; 3],
+        };
+        fn add(list: &mut [u32], len: &mut usize, x: u32) {
+            if x != NONE && !list[..*len].contains(&x) {
+                list[*len] = x;
+                *len += 1;
+            }
+        }
+        for &l in ls {
+            let i = l as usize;
+            for k in 0..3 {
+                add(&mut g.verts, &mut g.len[0], leaves.verts[i][k]);
+                add(&mut g.edges, &mut g.len[1], leaves.leaf_edges[i][k]);
+            }
+            add(&mut g.tris, &mut g.len[2], leaves.tri[i]);
+        }
+        g
+    }
+
+    fn verts(&self) -> &[u32] {
+        &self.verts[..self.len[0]]
+    }
+
+    fn edges(&self) -> &[u32] {
+        &self.edges[..self.len[1]]
+    }
+
+    fn tris(&self) -> &[u32] {
+        &self.tris[..self.len[2]]
+    }
+}
+
 /// Per-vertex volumes of kind `V` around the reference trajectories (grown by the leaves'
 /// pad), refreshed when a reference changes: they make [`near`](Self::near) one overlap test
 /// for a VT pair and two unions and a test for an EE pair.
@@ -264,24 +359,21 @@ impl<V: Volume> VertexVolumes<V> {
 
     /// Whether the two primitives of `key` may come within `eta1` before `t_end`: their
     /// volumes around the reference trajectories on `[now, t_end]` (grown by half of `eta1` plus
-    /// the reference slack) overlap at some time. Leaf pairs hand over only these feature
-    /// pairs; the others stay apart until `t_end` or until a vertex of theirs strays from its
-    /// reference (which refits its leaves and looks again). `triangle(t)` is the leaf volume of
-    /// triangle `t`.
-    pub fn near(
-        &self,
-        leaves: &Leaves,
-        key: PairKey,
-        (now, t_end): (f64, f64),
-        triangle: impl Fn(u32) -> V,
-    ) -> bool {
+    /// the reference slack; a triangle's or an edge's is the union of its vertices', which holds
+    /// every point of it grown by the same pad) overlap at some time. Leaf pairs hand over only
+    /// these feature pairs; the others stay apart until `t_end` or until a vertex of theirs
+    /// strays from its reference (which refits its leaves and looks again).
+    pub fn near(&self, leaves: &Leaves, key: PairKey, (now, t_end): (f64, f64)) -> bool {
+        let vol = |v: u32| &self.vol[v as usize];
         match key {
-            PairKey::VertexTriangle(v, t) => self.vol[v as usize]
-                .overlap_interval(&triangle(t), now, t_end)
-                .is_some(),
+            PairKey::VertexTriangle(v, t) => {
+                let [a, b, c] = leaves.triangles[t as usize];
+                V::unions_meet(&[vol(v)], &[vol(a), vol(b), vol(c)], now, t_end)
+            }
             PairKey::EdgeEdge(e, f) => {
-                let edge = |e: u32| leaves.edges[e as usize].map(|v| &self.vol[v as usize]);
-                V::unions_meet(edge(e), edge(f), now, t_end)
+                let [a, b] = leaves.edges[e as usize];
+                let [c, d] = leaves.edges[f as usize];
+                V::unions_meet(&[vol(a), vol(b)], &[vol(c), vol(d)], now, t_end)
             }
         }
     }
@@ -344,7 +436,7 @@ impl References {
             && (state.position_at(i, t_end) - self.end[i]).length_squared() <= slack * slack
     }
 
-    /// The reference points of leaf `l` at `t` and at `t_end`, written into `p0` and `p1`.
+    /// Appends the reference points of leaf `l` at `t` and at `t_end` to `p0` and `p1`.
     pub fn leaf_points(
         &self,
         leaves: &Leaves,
@@ -354,8 +446,6 @@ impl References {
         p0: &mut Vec<DVec3>,
         p1: &mut Vec<DVec3>,
     ) {
-        p0.clear();
-        p1.clear();
         for v in leaves.verts(l) {
             p0.push(self.at(v, t, t_end));
             p1.push(self.end[v as usize]);
