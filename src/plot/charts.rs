@@ -60,7 +60,11 @@ fn tick(v: f64, span: f64) -> String {
     if a < 1e-9 * span {
         "0".into()
     } else if (1e-2..1e5).contains(&a) {
-        format!("{v:.3}")
+        let plain = format!("{v:.3}");
+        plain
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
     } else {
         format!("{v:.2e}")
     }
@@ -86,6 +90,7 @@ pub(super) fn lines(path: &Path, panels: &[Panel<'_>]) -> Drawn {
             .configure_mesh()
             .x_desc("time (s)")
             .y_desc(panel.y_label)
+            .light_line_style(TRANSPARENT)
             .label_style((FONT, 14))
             .y_label_formatter(&|v| tick(*v, span))
             .draw()
@@ -153,6 +158,7 @@ pub(super) fn log_histogram(
         .configure_mesh()
         .x_desc(x_label)
         .y_desc(y_label)
+        .light_line_style(TRANSPARENT)
         .label_style((FONT, 16))
         .x_label_formatter(&|v| format!("{:.0e}", 10f64.powf(*v)))
         .draw()
