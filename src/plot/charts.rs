@@ -132,7 +132,8 @@ pub(super) struct Bar {
     pub(super) height: f64,
 }
 
-/// Draws `bars` into the PNG `path`; the x axis is log10 of a quantity (labels `1e-k`).
+/// Draws `bars` into the PNG `path`: the x axis is log10 of a quantity (labels `1e-k`), the y
+/// axis logarithmic.
 pub(super) fn log_histogram(
     path: &Path,
     title: &str,
@@ -146,13 +147,25 @@ pub(super) fn log_histogram(
     // The occupied bins, and a decade either side.
     let occupied = bars.iter().filter(|b| b.height > 0.0);
     let x = padded(occupied.flat_map(|b| [b.from - 1.0, b.to + 1.0]));
-    let top = bars.iter().map(|b| b.height).fold(0.0, f64::max);
+    // Log heights, so that the few vertices in deep layers show beside the many at the elastic
+    // clock; bars stand on a floor a decade below the smallest.
+    let top = bars
+        .iter()
+        .map(|b| b.height)
+        .fold(0.0, f64::max)
+        .max(1e-300);
+    let floor = 0.1
+        * bars
+            .iter()
+            .map(|b| b.height)
+            .filter(|&h| h > 0.0)
+            .fold(top, f64::min);
     let mut chart = ChartBuilder::on(&root)
         .caption(title, (FONT, 24))
         .margin(16)
         .x_label_area_size(50)
         .y_label_area_size(80)
-        .build_cartesian_2d(x, 0.0..(1.1 * top).max(1.0))
+        .build_cartesian_2d(x, (floor..2.0 * top).log_scale())
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
@@ -161,6 +174,7 @@ pub(super) fn log_histogram(
         .light_line_style(TRANSPARENT)
         .label_style((FONT, 16))
         .x_label_formatter(&|v| format!("{:.0e}", 10f64.powf(*v)))
+        .y_label_formatter(&|v| format!("{v:.0e}"))
         .draw()
         .map_err(|e| e.to_string())?;
     let fill = Palette99::pick(0).to_rgba();
@@ -168,7 +182,7 @@ pub(super) fn log_histogram(
         .draw_series(
             bars.iter()
                 .filter(|b| b.height > 0.0)
-                .map(|b| Rectangle::new([(b.from, 0.0), (b.to, b.height)], fill.filled())),
+                .map(|b| Rectangle::new([(b.from, floor), (b.to, b.height)], fill.filled())),
         )
         .map_err(|e| e.to_string())?;
     root.present().map_err(|e| e.to_string())
