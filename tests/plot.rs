@@ -161,3 +161,48 @@ fn plot_names_the_missing_or_malformed_file() {
         assert!(stderr.contains(says), "expected {says:?} in {stderr}");
     }
 }
+
+#[test]
+fn vertex_steps_are_the_family_clock_until_deep_layers_undercut_it() {
+    let scene = common::head_on();
+    let mut sim = acm::Simulation::new(&scene).unwrap();
+    let clocks = sim.stats().clocks;
+    let family = [clocks.stretching, clocks.bending]
+        .into_iter()
+        .flatten()
+        .map(|r| r.min)
+        .fold(f64::INFINITY, f64::min);
+    let mut steps = Vec::new();
+    sim.vertex_steps(&mut steps);
+    assert!(
+        steps.iter().all(|&h| h == family),
+        "before contact: {family}"
+    );
+    assert_eq!(sim.penalty_now(), acm::engine::PenaltyNow::default());
+
+    // Through the impact and the rebounds: the smallest step is the clock of the deepest active
+    // layer (or the family clock if that is smaller), so it falls as the layer deepens.
+    let mut samples = Vec::new();
+    while sim.time() < 0.04 {
+        let next = sim.time() + scene.frame_interval;
+        sim.run_until(next, &mut acm::NoFrames).unwrap();
+        sim.vertex_steps(&mut steps);
+        let smallest = steps.iter().copied().fold(f64::INFINITY, f64::min);
+        samples.push((sim.penalty_now().deepest_layer, smallest));
+    }
+    samples.sort_by_key(|s| s.0);
+    let deepest = samples.last().unwrap().0;
+    assert!(
+        deepest >= 10,
+        "the 1,100 cm/s impact reaches deep layers: {deepest}"
+    );
+    for w in samples.windows(2) {
+        let ((l0, h0), (l1, h1)) = (w[0], w[1]);
+        if l0 == l1 {
+            assert_eq!(h0, h1, "one clock per layer: {w:?}");
+        } else {
+            assert!(h1 <= h0, "a deeper layer has a smaller step: {w:?}");
+        }
+    }
+    assert!(samples.last().unwrap().1 < family / 10.0);
+}
