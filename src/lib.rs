@@ -27,6 +27,7 @@ pub mod ids;
 pub mod kds;
 pub mod mesh;
 pub mod output;
+pub mod plot;
 pub mod profile;
 pub mod scene;
 pub mod state;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use acm::engine::{Frame, FrameSink, RunError};
-use acm::output::{write_stats, EnergyCsv, ObjFrames};
+use acm::output::{write_stats, ContactCsv, EnergyCsv, ObjFrames, StepsCsv};
 use acm::profile::ZoneTotal;
 use acm::scene::profile::{self, ProfileError};
 use acm::scene::Method;
@@ -43,6 +43,15 @@ enum Command {
     /// Run a profile with ACM and with the synchronous baseline (thesis ch. 3) to the same time
     /// and print wall time, intersections, energy and momentum drift, minimum distance.
     Compare(CompareArgs),
+    /// Draw PNG charts of a run's output directory: energy and momentum, penalty pairs and the
+    /// deepest layer over time, and the histogram of vertex time steps.
+    Plot(PlotArgs),
+}
+
+#[derive(Args)]
+struct PlotArgs {
+    /// Output directory of `acm run` (holding energy.csv; contact.csv and steps.csv for ACM runs).
+    dir: PathBuf,
 }
 
 #[derive(Args)]
@@ -73,7 +82,8 @@ struct CheckArgs {
 struct RunArgs {
     /// Profile (TOML). Without it, runs the built-in default scene.
     profile: Option<PathBuf>,
-    /// Output directory for frames, stats.json and energy.csv.
+    /// Output directory for frames, stats.json, energy.csv, and for ACM contact.csv and
+    /// steps.csv.
     #[arg(long, default_value = "out")]
     out: PathBuf,
     /// Stop after this many frames (the frame at t = 0 counts).
@@ -140,6 +150,7 @@ fn main() -> ExitCode {
         Command::Info(args) => info(args),
         Command::Check(args) => check(args),
         Command::Compare(args) => compare(args),
+        Command::Plot(args) => plot(&args.dir),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -203,9 +214,29 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         ),
     };
     let io = |e: std::io::Error| Failure::BadInput(format!("{}: {e}", args.out.display()));
+    let frames = ObjFrames::create(&args.out).map_err(io)?;
+    let (contact_path, steps_path) = (args.out.join("contact.csv"), args.out.join("steps.csv"));
+    let (contact, steps) = if acm_sim.is_some() {
+        (
+            Some(ContactCsv::create(&contact_path).map_err(io)?),
+            Some(StepsCsv::create(&steps_path).map_err(io)?),
+        )
+    } else {
+        // A synchronous run has no penalty layers or vertex clocks: drop an earlier ACM run's
+        // files so `acm plot` does not mix the two.
+        for path in [&contact_path, &steps_path] {
+            match std::fs::remove_file(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(e)),
+                _ => {}
+            }
+        }
+        (None, None)
+    };
     let mut sink = RunSink {
-        frames: ObjFrames::create(&args.out).map_err(io)?,
+        frames,
         energy: EnergyCsv::create(&args.out.join("energy.csv")).map_err(io)?,
+        contact,
+        steps,
         progress: progress_bar(until, scene.frame_interval),
         started: Instant::now(),
     };
@@ -359,10 +390,14 @@ fn progress_bar(until: f64, frame_interval: f64) -> ProgressBar {
     bar
 }
 
-/// Frames to OBJ files and energy.csv, with a progress bar.
+/// Frames to OBJ files and the CSV files, with a progress bar.
 struct RunSink {
     frames: ObjFrames,
     energy: EnergyCsv,
+    /// Penalty pairs and layers per frame (ACM runs).
+    contact: Option<ContactCsv>,
+    /// Vertex time-step histogram per frame (ACM runs).
+    steps: Option<StepsCsv>,
     progress: ProgressBar,
     started: Instant,
 }
@@ -371,6 +406,12 @@ impl FrameSink for RunSink {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
         self.frames.frame(frame)?;
         self.energy.frame(frame)?;
+        if let Some(contact) = &mut self.contact {
+            contact.frame(frame)?;
+        }
+        if let Some(steps) = &mut self.steps {
+            steps.frame(frame)?;
+        }
         let events = frame.simulation.events_processed();
         let rate = events as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
         self.progress.set_position(frame.index + 1);
@@ -457,6 +498,17 @@ fn info(args: InfoArgs) -> Result<(), Failure> {
             "  integrator: sync, step {:.3e} s, thickness {} cm, fail-safe {}",
             s.step, s.thickness, s.failsafe
         );
+    }
+    Ok(())
+}
+
+fn plot(dir: &Path) -> Result<(), Failure> {
+    let plotted = acm::plot::plot_dir(dir).map_err(|e| Failure::BadInput(e.to_string()))?;
+    for path in &plotted.written {
+        println!("wrote {}", path.display());
+    }
+    for why in &plotted.skipped {
+        println!("skipped {why}");
     }
     Ok(())
 }

@@ -766,6 +766,18 @@ impl Contact {
         }
     }
 
+    /// Live pairs with a penalty layer active: their vertices and deepest active layer.
+    pub(super) fn penalized(&self) -> impl Iterator<Item = ([u32; 4], u32)> + '_ {
+        (0..self.pairs.key.len())
+            .filter(|&i| self.pairs.live[i] && self.pairs.active[i] > 0)
+            .map(|i| (self.pairs.verts[i], self.pairs.active[i]))
+    }
+
+    /// The clock of layer `l`, which has been active (so its clock is known).
+    pub(super) fn active_clock(&self, l: u32) -> f64 {
+        self.clocks[l as usize - 1]
+    }
+
     /// Penalty energy of every active layer at `positions`.
     pub(super) fn energy(&self, positions: &[DVec3]) -> f64 {
         let mut total = 0.0;

@@ -86,6 +86,15 @@ pub struct Processed {
     pub payload: u32,
 }
 
+/// Penalty contact at one moment (see [`Simulation::penalty_now`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PenaltyNow {
+    /// Candidate pairs with at least one penalty layer active.
+    pub active_pairs: usize,
+    /// The deepest layer active in any pair (0: none).
+    pub deepest_layer: u32,
+}
+
 /// A frame handed to a [`FrameSink`]: positions of every vertex at the frame time.
 #[derive(Debug)]
 pub struct Frame<'a> {
@@ -356,6 +365,52 @@ impl Simulation {
     /// Penalty energy of the active layers at `positions`.
     pub fn penalty_energy(&self, positions: &[DVec3]) -> f64 {
         self.contact.as_ref().map_or(0.0, |c| c.energy(positions))
+    }
+
+    /// Penalty contact now: pairs with a layer active and the deepest active layer.
+    pub fn penalty_now(&self) -> PenaltyNow {
+        let mut now = PenaltyNow::default();
+        for (_, layer) in self.contact.iter().flat_map(|c| c.penalized()) {
+            now.active_pairs += 1;
+            now.deepest_layer = now.deepest_layer.max(layer);
+        }
+        now
+    }
+
+    /// Writes each vertex's time step now into `out`: the smallest clock among the force events
+    /// and active penalty layers that act on it (thesis §5.2: each element at its own pace), or
+    /// infinity for a vertex that no force moves (fixed or scripted).
+    pub fn vertex_steps(&self, out: &mut Vec<f64>) {
+        out.clear();
+        out.resize(self.state.len(), f64::INFINITY);
+        fn lower(out: &mut [f64], vertices: &[u32], h: f64) {
+            for &v in vertices {
+                out[v as usize] = out[v as usize].min(h);
+            }
+        }
+        let (springs, hinges) = (&self.springs.kernel, &self.hinges.kernel);
+        for f in &self.forces {
+            let h = f.clock;
+            match f.target {
+                ForceTarget::AllSprings => springs.ends.iter().for_each(|e| lower(out, e, h)),
+                ForceTarget::Spring(e) => lower(out, &springs.ends[e as usize], h),
+                ForceTarget::AllHinges => hinges.verts.iter().for_each(|v| lower(out, v, h)),
+                ForceTarget::Hinge(e) => lower(out, &hinges.verts[e as usize], h),
+                ForceTarget::Gravity => out.iter_mut().for_each(|s| *s = s.min(h)),
+                ForceTarget::Prescribed(p) => lower(out, &self.prescribed[p as usize].vertices, h),
+                ForceTarget::Drag => lower(out, &self.drag.vertices, h),
+            }
+        }
+        if let Some(c) = &self.contact {
+            for (vertices, layer) in c.penalized() {
+                lower(out, &vertices, c.active_clock(layer));
+            }
+        }
+        for (s, &w) in out.iter_mut().zip(&self.state.inv_mass) {
+            if w == 0.0 {
+                *s = f64::INFINITY;
+            }
+        }
     }
 
     /// Mutable access to the model for the synchronous baseline (its event queue is not used).

@@ -20,9 +20,9 @@ impl EnergyCsv {
 
     /// Creates (truncates) the file and writes the header.
     pub fn create(path: &Path) -> std::io::Result<Self> {
-        let mut out = BufWriter::new(File::create(path)?);
-        writeln!(out, "{}", Self::HEADER)?;
-        Ok(Self { out })
+        Ok(Self {
+            out: super::csv_with_header(path, Self::HEADER)?,
+        })
     }
 }
 

@@ -1,0 +1,208 @@
+//! `acm plot`: charts of a run's output directory, and its errors.
+
+mod common;
+
+use std::path::Path;
+
+use common::{acm, profiles_dir};
+use plotters::style::{Color, Palette, Palette99};
+
+/// Decodes the PNG at `path`: (width, height, RGB(A) bytes, bytes per pixel).
+fn decode(path: &Path) -> (u32, u32, Vec<u8>, usize) {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut reader = png::Decoder::new(file).read_info().expect("a PNG header");
+    let mut pixels = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut pixels).expect("PNG image data");
+    pixels.truncate(info.buffer_size());
+    (info.width, info.height, pixels, info.color_type.samples())
+}
+
+/// The rows of a CSV file after its header, as numbers.
+fn rows(path: &Path) -> Vec<Vec<f64>> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(|f| f.parse().unwrap()).collect())
+        .collect()
+}
+
+#[test]
+fn plot_draws_the_charts_of_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("particle_floor.toml");
+    let out = acm(
+        dir.path(),
+        &["run", profile.to_str().unwrap(), "--out", "run"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = dir.path().join("run");
+
+    // The particle comes to rest on the floor's layer 1 (thesis §5.1).
+    let contact = rows(&run.join("contact.csv"));
+    assert_eq!(contact.len(), 101, "a row per frame");
+    assert_eq!(contact[0][1..], [0.0, 0.0], "no contact while falling");
+    let last = contact.last().unwrap();
+    assert!(last[1] >= 1.0, "a pair is in a layer at rest: {last:?}");
+    assert_eq!(last[2], 1.0, "the particle rests on layer 1: {last:?}");
+    // One free vertex, so each frame's histogram holds exactly one count.
+    for row in rows(&run.join("steps.csv")) {
+        assert_eq!(row[1..].iter().sum::<f64>(), 1.0, "{row:?}");
+    }
+
+    let out = acm(dir.path(), &["plot", "run"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for name in ["energy.png", "contact.png", "steps.png"] {
+        let (width, height, pixels, channels) = decode(&run.join(name));
+        assert_eq!((width, height), acm::plot::SIZE, "{name}");
+        let inked = pixels
+            .chunks(channels)
+            .filter(|p| p[..3] != [255, 255, 255])
+            .count();
+        let share = inked as f64 / (width * height) as f64;
+        assert!(share > 0.01, "{name} is blank: {share} of its pixels inked");
+        // The first series (bars) has the palette's first colour: the data were drawn.
+        let first = Palette99::pick(0).rgb();
+        let data = pixels
+            .chunks(channels)
+            .filter(|p| p[..3] == [first.0, first.1, first.2])
+            .count();
+        assert!(data > 100, "{name}: {data} pixels of data");
+    }
+}
+
+#[test]
+fn plot_skips_what_a_synchronous_run_does_not_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("particle_floor.toml");
+    let run = |integrator: &str| {
+        let out = acm(
+            dir.path(),
+            &[
+                "run",
+                profile.to_str().unwrap(),
+                "--out",
+                "run",
+                "--until",
+                "0.1",
+                "--set",
+                integrator,
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run("integrator=acm");
+    run("integrator=sync");
+    let run_dir = dir.path().join("run");
+    assert!(
+        !run_dir.join("contact.csv").exists(),
+        "the ACM run's file is gone"
+    );
+    let out = acm(dir.path(), &["plot", "run"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("skipped contact.png"), "{stdout}");
+    assert!(run_dir.join("energy.png").exists());
+    assert!(!run_dir.join("steps.png").exists());
+}
+
+#[test]
+fn plot_names_the_missing_or_malformed_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = acm(dir.path(), &["plot", "no_such_run"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no_such_run"), "{stderr}");
+
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let out = acm(dir.path(), &["plot", "run"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("energy.csv"), "{stderr}");
+
+    let header = acm::output::EnergyCsv::HEADER;
+    let good = "0,1,0,0,0,1,0,0,0,0,0,0";
+    for (text, says) in [
+        (
+            format!("{header}\n{good}\n0.1,1,x,0,0,1,0,0,0,0,0,0\n"),
+            "energy.csv:3: elastic is not a number",
+        ),
+        (
+            format!("{header}\n{good}\n0.1,1\n"),
+            "energy.csv:3: 2 fields",
+        ),
+        (format!("{header}\n"), "energy.csv:1: no rows"),
+        (
+            "time,kinetic\n0,1\n".to_string(),
+            "energy.csv:1: no column \"elastic\"",
+        ),
+    ] {
+        std::fs::write(run.join("energy.csv"), text).unwrap();
+        let out = acm(dir.path(), &["plot", "run"]);
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "expected {says:?} in {stderr}");
+    }
+}
+
+#[test]
+fn vertex_steps_are_the_family_clock_until_deep_layers_undercut_it() {
+    let scene = common::head_on();
+    let mut sim = acm::Simulation::new(&scene).unwrap();
+    let clocks = sim.stats().clocks;
+    let family = [clocks.stretching, clocks.bending]
+        .into_iter()
+        .flatten()
+        .map(|r| r.min)
+        .fold(f64::INFINITY, f64::min);
+    let mut steps = Vec::new();
+    sim.vertex_steps(&mut steps);
+    assert!(
+        steps.iter().all(|&h| h == family),
+        "before contact: {family}"
+    );
+    assert_eq!(sim.penalty_now(), acm::engine::PenaltyNow::default());
+
+    // Through the impact and the rebounds: the smallest step is the clock of the deepest active
+    // layer (or the family clock if that is smaller), so it falls as the layer deepens.
+    let mut samples = Vec::new();
+    while sim.time() < 0.04 {
+        let next = sim.time() + scene.frame_interval;
+        sim.run_until(next, &mut acm::NoFrames).unwrap();
+        sim.vertex_steps(&mut steps);
+        let smallest = steps.iter().copied().fold(f64::INFINITY, f64::min);
+        samples.push((sim.penalty_now().deepest_layer, smallest));
+    }
+    samples.sort_by_key(|s| s.0);
+    let deepest = samples.last().unwrap().0;
+    assert!(
+        deepest >= 10,
+        "the 1,100 cm/s impact reaches deep layers: {deepest}"
+    );
+    for w in samples.windows(2) {
+        let ((l0, h0), (l1, h1)) = (w[0], w[1]);
+        if l0 == l1 {
+            assert_eq!(h0, h1, "one clock per layer: {w:?}");
+        } else {
+            assert!(h1 <= h0, "a deeper layer has a smaller step: {w:?}");
+        }
+    }
+    assert!(samples.last().unwrap().1 < family / 10.0);
+}
