@@ -3,32 +3,12 @@
 
 mod common;
 
-use acm::check::{audit_positions, measure, AuditReport};
+use acm::check::{measure, AuditReport};
 use acm::mesh;
 use acm::scene::{profile, Material, Scene, SceneObject};
 use acm::{Frame, FrameSink, NoFrames, RunError, Simulation};
-use common::{acm, head_on, profiles_dir};
+use common::{acm, head_on, profiles_dir, Audited};
 use glam::DVec3;
-
-/// Collects the exact intersection audit of every frame.
-struct Audited(AuditReport);
-
-impl FrameSink for Audited {
-    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        audit_positions(
-            frame.positions,
-            frame.simulation.triangles(),
-            1.0,
-            frame.index,
-            &mut self.0,
-        )
-        .map_err(|e| RunError::Internal {
-            time: frame.time,
-            event: 0,
-            message: e.to_string(),
-        })
-    }
-}
 
 /// Runs `sim` to `until` with the per-event audit on and every frame audited exactly.
 fn run_audited(sim: &mut Simulation, until: f64) -> AuditReport {

@@ -4,9 +4,31 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use acm::check::{audit_positions, AuditReport};
 use acm::mesh;
 use acm::scene::{Material, Scene, SceneObject};
+use acm::{Frame, FrameSink, RunError};
 use glam::DVec3;
+
+/// A frame sink that collects the exact intersection audit of every frame.
+pub struct Audited(pub AuditReport);
+
+impl FrameSink for Audited {
+    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
+        audit_positions(
+            frame.positions,
+            frame.simulation.triangles(),
+            1.0,
+            frame.index,
+            &mut self.0,
+        )
+        .map_err(|e| RunError::Internal {
+            time: frame.time,
+            event: 0,
+            message: e.to_string(),
+        })
+    }
+}
 
 /// A small deterministic random generator (splitmix64).
 pub struct Rng(pub u64);
