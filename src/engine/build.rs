@@ -244,6 +244,7 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             window: (BROAD_PHASE_WINDOW_TICKS * external_clock).min(scene.frame_interval),
             broad_phase: scene.contact.broad_phase,
             layer_super_events: scene.speed.layer_super_events,
+            axis_ordering: scene.speed.axis_ordering,
         };
         let contact = Contact::new(
             setup,

@@ -138,6 +138,8 @@ pub(super) struct ContactSetup {
     pub(super) broad_phase: BroadPhaseKind,
     /// One penalty event per layer rather than per pair and layer (`speed.layer_super_events`).
     pub(super) layer_super_events: bool,
+    /// Adaptive k-DOP axis ordering in the broad phase (`speed.axis_ordering`).
+    pub(super) axis_ordering: bool,
 }
 
 /// A pair closer than `eta1` at the start.
@@ -164,13 +166,14 @@ impl Contact {
             .filter(|&i| state.inv_mass[i] > 0.0)
             .map(|i| state.mass[i])
             .fold(f64::INFINITY, f64::min);
-        let boxes = BroadPhase::new(
+        let mut boxes = BroadPhase::new(
             setup.broad_phase,
             edges,
             triangles,
             state,
             setup.schedule.eta1,
         );
+        boxes.set_adaptive_axes(setup.axis_ordering);
         let broad_event = events.insert(EventKind::BroadPhase, 0).id;
         let mut contact = Self {
             schedule: setup.schedule,

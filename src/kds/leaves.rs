@@ -15,7 +15,7 @@
 use glam::DVec3;
 use hashbrown::HashMap;
 
-use super::kdop::Volume;
+use super::kdop::{AxisHint, Volume};
 use super::swept_boxes::PairKey;
 use crate::mesh::Csr;
 use crate::state::VertexState;
@@ -253,21 +253,22 @@ impl<V: Volume> VertexVolumes<V> {
     /// the reference slack) overlap at some time. Leaf pairs hand over only these feature
     /// pairs; the others stay apart until `t_end` or until a vertex of theirs strays from its
     /// reference (which refits its leaves and looks again). `triangle(t)` is the leaf volume of
-    /// triangle `t`.
+    /// triangle `t`. `hints` order the axes of the VT and EE tests (see [`AxisHint`]).
     pub fn near(
         &self,
         leaves: &Leaves,
         key: PairKey,
         (now, t_end): (f64, f64),
         triangle: impl Fn(u32) -> V,
+        hints: [&AxisHint; 2],
     ) -> bool {
         match key {
             PairKey::VertexTriangle(v, t) => self.vol[v as usize]
-                .overlap_interval(&triangle(t), now, t_end)
+                .overlap_interval_from(&triangle(t), now, t_end, hints[0])
                 .is_some(),
             PairKey::EdgeEdge(e, f) => {
                 let edge = |e: u32| leaves.edges[e as usize].map(|v| &self.vol[v as usize]);
-                V::unions_meet(edge(e), edge(f), now, t_end)
+                V::unions_meet(edge(e), edge(f), now, t_end, hints[1])
             }
         }
     }

@@ -29,7 +29,7 @@
 //! deterministic.
 
 use super::bvh::Bvh;
-use super::kdop::{after, Volume};
+use super::kdop::{after, AxisHint, Volume};
 use super::leaves::{Leaves, References, VertexVolumes, NONE};
 use super::swept_boxes::PairKey;
 use crate::events::EventQueue;
@@ -110,6 +110,9 @@ pub struct SeparationList<V> {
     stats: ListStats,
     /// Audit calls so far (see [`SeparationList::audit`]).
     audits: std::sync::atomic::AtomicU64,
+    /// Axis orders of the node-pair tests and of the VT and EE feature-pair tests.
+    pair_axes: AxisHint,
+    near_axes: [AxisHint; 2],
 }
 
 /// The O(list) part of the audit runs on every this-many calls.
@@ -150,7 +153,15 @@ impl<V: Volume> SeparationList<V> {
             stack: Vec::new(),
             stats: ListStats::default(),
             audits: std::sync::atomic::AtomicU64::new(0),
+            pair_axes: AxisHint::new(false),
+            near_axes: [AxisHint::new(false), AxisHint::new(false)],
         }
+    }
+
+    /// Turns adaptive k-DOP axis ordering on or off (`speed.axis_ordering`; see [`AxisHint`]).
+    pub fn set_adaptive_axes(&mut self, on: bool) {
+        self.pair_axes.set_adaptive(on);
+        self.near_axes.iter_mut().for_each(|h| h.set_adaptive(on));
     }
 
     /// The leaves and their topology.
@@ -344,9 +355,14 @@ impl<V: Volume> SeparationList<V> {
     /// [`Leaves::near`] over the current horizon, with the leaf volumes of the hierarchy.
     fn near(&self, key: PairKey) -> bool {
         let span = (self.now, self.t_end);
-        self.vertex_vols.near(&self.leaves, key, span, |t| {
-            self.bvh.vol[self.bvh.leaf_node(t) as usize]
-        })
+        let [vt, ee] = &self.near_axes;
+        self.vertex_vols.near(
+            &self.leaves,
+            key,
+            span,
+            |t| self.bvh.vol[self.bvh.leaf_node(t) as usize],
+            [vt, ee],
+        )
     }
 
     /// The leaves paired with leaf `l` by an open leaf pair, walking the per-node list.
@@ -466,7 +482,12 @@ impl<V: Volume> SeparationList<V> {
         if a == b {
             return Some((f64::NEG_INFINITY, f64::INFINITY));
         }
-        self.bvh.vol[a as usize].overlap_interval(&self.bvh.vol[b as usize], self.now, self.t_end)
+        self.bvh.vol[a as usize].overlap_interval_from(
+            &self.bvh.vol[b as usize],
+            self.now,
+            self.t_end,
+            &self.pair_axes,
+        )
     }
 
     fn overlapping(&self, p: u32, t: f64) -> bool {
@@ -475,7 +496,12 @@ impl<V: Volume> SeparationList<V> {
             return true;
         }
         self.bvh.vol[a as usize]
-            .overlap_interval(&self.bvh.vol[b as usize], t, self.t_end.max(t))
+            .overlap_interval_from(
+                &self.bvh.vol[b as usize],
+                t,
+                self.t_end.max(t),
+                &self.pair_axes,
+            )
             .is_some_and(|(s, _)| s <= t)
     }
 

@@ -315,6 +315,7 @@ struct SpeedTable {
     preset: Option<PresetName>,
     super_elements: Option<bool>,
     layer_super_events: Option<bool>,
+    axis_ordering: Option<bool>,
 }
 
 /// `speed.preset` values.
@@ -332,7 +333,11 @@ impl SpeedTable {
             Some(PresetName::None) => SpeedSettings::NONE,
             Some(PresetName::All) | None => SpeedSettings::ALL,
         };
-        let given = [self.super_elements, self.layer_super_events];
+        let given = [
+            self.super_elements,
+            self.layer_super_events,
+            self.axis_ordering,
+        ];
         for (name, value) in SpeedSettings::NAMES.into_iter().zip(given) {
             if let (Some(flag), Some(value)) = (speed.flag_mut(name), value) {
                 *flag = value;

@@ -15,6 +15,9 @@ pub struct SpeedSettings {
     /// layer clocks; pairs ticked at the same time then see each other's impulses, so the
     /// trajectory differs in rounding where they share a vertex.
     pub layer_super_events: bool,
+    /// Adaptive k-DOP axis ordering (§8.1, "bounding plane ordering"): the broad phase's overlap tests try first the axis
+    /// that separated last. Changes only when certificates look: frames are bit-identical.
+    pub axis_ordering: bool,
 }
 
 impl SpeedSettings {
@@ -22,6 +25,7 @@ impl SpeedSettings {
     pub const ALL: Self = Self {
         super_elements: true,
         layer_super_events: true,
+        axis_ordering: true,
     };
 
     /// Every optimization off: the unoptimized engine the table of `benches/README.md` starts
@@ -29,16 +33,18 @@ impl SpeedSettings {
     pub const NONE: Self = Self {
         super_elements: false,
         layer_super_events: false,
+        axis_ordering: false,
     };
 
     /// The switch names, in the order the table of `benches/README.md` turns them on.
-    pub const NAMES: [&'static str; 2] = ["super_elements", "layer_super_events"];
+    pub const NAMES: [&'static str; 3] = ["super_elements", "layer_super_events", "axis_ordering"];
 
     /// The flag called `name` (one of [`NAMES`](Self::NAMES)).
     pub fn flag_mut(&mut self, name: &str) -> Option<&mut bool> {
         match name {
             "super_elements" => Some(&mut self.super_elements),
             "layer_super_events" => Some(&mut self.layer_super_events),
+            "axis_ordering" => Some(&mut self.axis_ordering),
             _ => None,
         }
     }
