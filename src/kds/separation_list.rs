@@ -313,8 +313,12 @@ impl<V: Volume> SeparationList<V> {
                 let mut e = self.head[n as usize];
                 while e != NONE {
                     let (p, side) = (e >> 1, (e & 1) as usize);
-                    self.stats.retimes += 1;
-                    self.schedule(p, t);
+                    // A pair of two changed nodes is re-timed once, from its smaller node.
+                    let other = [self.pairs.b[p as usize], self.pairs.a[p as usize]][side];
+                    if other >= n || self.node_stamp[other as usize] != self.epoch {
+                        self.stats.retimes += 1;
+                        self.schedule(p, t);
+                    }
                     e = self.pairs.next[p as usize][side];
                 }
             }
@@ -389,9 +393,11 @@ impl<V: Volume> SeparationList<V> {
 
     /// Hands over again the near feature pairs of every open leaf pair of leaf `l` that involve
     /// a vertex whose reference changed in this update (stamped `epoch`): the others' answer
-    /// cannot have changed.
+    /// cannot have changed. A pair of two leaves refitted in this update is looked at once,
+    /// from its larger leaf.
     fn hand_over_again(&self, l: u32, found: &mut impl FnMut(PairKey)) {
-        for lo in self.open_partners(l) {
+        let refitted = |o: u32| self.node_stamp[self.bvh.leaf_node(o) as usize] == self.epoch;
+        for lo in self.open_partners(l).filter(|&o| o >= l || !refitted(o)) {
             self.leaves.features(l, lo, &mut |k| {
                 let moved = self
                     .leaves
