@@ -7,7 +7,7 @@ use acm::check::{measure, AuditReport};
 use acm::mesh;
 use acm::scene::{profile, Material, Scene, SceneObject};
 use acm::{Frame, FrameSink, NoFrames, RunError, Simulation};
-use common::{acm, head_on, profiles_dir, Audited};
+use common::{acm, head_on, momentum, momentum_scale, profiles_dir, Audited};
 use glam::DVec3;
 
 /// Runs `sim` to `until` with the per-event audit on and every frame audited exactly.
@@ -109,14 +109,7 @@ fn thrown_particle_never_penetrates_and_goes_deeper_when_faster() {
 fn sheets_colliding_head_on_conserve_momentum() {
     let scene = head_on();
     let mut sim = Simulation::new(&scene).unwrap();
-    let momentum = |sim: &Simulation| {
-        let mut x = Vec::new();
-        sim.positions_at(sim.time(), &mut x);
-        measure(sim, sim.time(), &x).momentum
-    };
-    let scale: f64 = (0..sim.state().len())
-        .map(|i| sim.state().mass[i] * sim.state().v[i].length())
-        .sum();
+    let scale = momentum_scale(&sim);
     let before = momentum(&sim);
     run_audited(&mut sim, 0.004);
     let after = momentum(&sim);

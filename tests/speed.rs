@@ -4,10 +4,10 @@
 
 mod common;
 
-use acm::check::{measure, AuditReport};
+use acm::check::AuditReport;
 use acm::scene::{profile, Scene, SpeedSettings};
 use acm::{NoFrames, Simulation};
-use common::{head_on, Audited};
+use common::{head_on, momentum, momentum_scale, Audited};
 use glam::DVec3;
 
 /// The settings the table of `benches/README.md` measures: none, then each switch turned on in
@@ -45,17 +45,9 @@ fn run_audited(scene: &Scene, speed: SpeedSettings, until: f64) -> Simulation {
 fn every_switch_setting_keeps_the_head_on_sheets_apart_and_conserves_momentum() {
     let scene = head_on();
     for speed in cumulative() {
-        let mut sim = Simulation::new(&scene).unwrap();
-        let momentum = |sim: &Simulation| {
-            let mut x = Vec::new();
-            sim.positions_at(sim.time(), &mut x);
-            measure(sim, sim.time(), &x).momentum
-        };
-        let scale: f64 = (0..sim.state().len())
-            .map(|i| sim.state().mass[i] * sim.state().v[i].length())
-            .sum();
-        let before = momentum(&sim);
-        sim = run_audited(&scene, speed, 0.004);
+        let start = Simulation::new(&scene).unwrap();
+        let (before, scale) = (momentum(&start), momentum_scale(&start));
+        let sim = run_audited(&scene, speed, 0.004);
         let contact = sim.stats().contact.clone().unwrap();
         assert!(contact.deepest_layer >= 1, "{speed:?}: the sheets met");
         let drift = (momentum(&sim) - before).length() / scale;
