@@ -5,7 +5,7 @@ mod common;
 
 use acm::check::{measure, Conservation};
 use acm::forces::{bending, spring};
-use acm::scene::{Grouping, Material};
+use acm::scene::{Material, SpeedSettings};
 use acm::{NoFrames, Scene, Simulation};
 use common::{sheet_scene, Rng};
 use glam::DVec3;
@@ -116,9 +116,12 @@ fn equal_clocks_reproduce_symplectic_euler() {
 }
 
 /// A free sheet with random velocities, classic per-element AVI (every element on its own clock).
-fn free_sheet(grouping: Grouping) -> Simulation {
+fn free_sheet() -> Simulation {
     let mut scene = sheet_scene(8, 20.0, material(0.0, 0.0));
-    scene.integrator.grouping = grouping;
+    scene.speed = SpeedSettings {
+        super_elements: false,
+        ..SpeedSettings::ALL
+    };
     let mut sim = Simulation::new(&scene).unwrap();
     randomize_velocities(&mut sim, 42, 20.0);
     sim
@@ -126,7 +129,7 @@ fn free_sheet(grouping: Grouping) -> Simulation {
 
 #[test]
 fn asynchronous_run_conserves_linear_and_angular_momentum() {
-    let mut sim = free_sheet(Grouping::Element);
+    let mut sim = free_sheet();
     let start = conservation_now(&sim);
     let state = sim.state();
     let p_scale: f64 = (0..state.len())
@@ -162,7 +165,7 @@ fn asynchronous_run_conserves_linear_and_angular_momentum() {
 
 #[test]
 fn asynchronous_run_energy_has_no_drift() {
-    let mut sim = free_sheet(Grouping::Element);
+    let mut sim = free_sheet();
     let mut totals = Vec::new();
     let frames = 400;
     for k in 0..frames {

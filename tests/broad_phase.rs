@@ -4,33 +4,13 @@
 
 mod common;
 
-use acm::check::{audit_positions, AuditReport};
+use acm::check::AuditReport;
 use acm::kds::BroadPhaseKind;
 use acm::mesh;
 use acm::scene::{profile, Material, Scene, SceneObject};
-use acm::{Frame, FrameSink, NoFrames, RunError, Simulation};
-use common::{acm, head_on, profiles_dir};
+use acm::{NoFrames, Simulation};
+use common::{acm, head_on, profiles_dir, Audited};
 use glam::DVec3;
-
-/// Collects the exact intersection audit of every frame.
-struct Audited(AuditReport);
-
-impl FrameSink for Audited {
-    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        audit_positions(
-            frame.positions,
-            frame.simulation.triangles(),
-            1.0,
-            frame.index,
-            &mut self.0,
-        )
-        .map_err(|e| RunError::Internal {
-            time: frame.time,
-            event: 0,
-            message: e.to_string(),
-        })
-    }
-}
 
 /// Runs `scene` with broad phase `kind` to `until`, audited after every event and every frame;
 /// returns the simulation.

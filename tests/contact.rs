@@ -3,32 +3,12 @@
 
 mod common;
 
-use acm::check::{audit_positions, measure, AuditReport};
+use acm::check::{measure, AuditReport};
 use acm::mesh;
 use acm::scene::{profile, Material, Scene, SceneObject};
 use acm::{Frame, FrameSink, NoFrames, RunError, Simulation};
-use common::{acm, head_on, profiles_dir};
+use common::{acm, head_on, momentum, momentum_scale, profiles_dir, Audited};
 use glam::DVec3;
-
-/// Collects the exact intersection audit of every frame.
-struct Audited(AuditReport);
-
-impl FrameSink for Audited {
-    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        audit_positions(
-            frame.positions,
-            frame.simulation.triangles(),
-            1.0,
-            frame.index,
-            &mut self.0,
-        )
-        .map_err(|e| RunError::Internal {
-            time: frame.time,
-            event: 0,
-            message: e.to_string(),
-        })
-    }
-}
 
 /// Runs `sim` to `until` with the per-event audit on and every frame audited exactly.
 fn run_audited(sim: &mut Simulation, until: f64) -> AuditReport {
@@ -129,14 +109,7 @@ fn thrown_particle_never_penetrates_and_goes_deeper_when_faster() {
 fn sheets_colliding_head_on_conserve_momentum() {
     let scene = head_on();
     let mut sim = Simulation::new(&scene).unwrap();
-    let momentum = |sim: &Simulation| {
-        let mut x = Vec::new();
-        sim.positions_at(sim.time(), &mut x);
-        measure(sim, sim.time(), &x).momentum
-    };
-    let scale: f64 = (0..sim.state().len())
-        .map(|i| sim.state().mass[i] * sim.state().v[i].length())
-        .sum();
+    let scale = momentum_scale(&sim);
     let before = momentum(&sim);
     run_audited(&mut sim, 0.004);
     let after = momentum(&sim);

@@ -12,7 +12,7 @@ use crate::forces::external::{Drag, PrescribedForce, ScriptedMotion};
 use crate::forces::{ElementKernel, HingeFamily, HingeKernel, SpringFamily, SpringKernel};
 use crate::kds::swept_boxes::PairKey;
 use crate::mesh::{lumped_masses, Topology};
-use crate::scene::{Grouping, Scene, SceneError, VertexSet};
+use crate::scene::{Scene, SceneError, VertexSet};
 use crate::state::{VertexKind, VertexState};
 
 /// Broad-phase windows last this many external-force clocks (at most a frame).
@@ -180,27 +180,31 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             tick: 0,
         })
     };
-    match integ.grouping {
-        Grouping::Family => {
-            if let Some(h) = springs.min_clock() {
-                push_force(ForceTarget::AllSprings, h);
-            }
-            if let Some(h) = hinges.min_clock() {
-                push_force(ForceTarget::AllHinges, h);
-            }
+    let super_elements = scene.speed.super_elements;
+    if super_elements {
+        if let Some(h) = springs.min_clock() {
+            push_force(ForceTarget::AllSprings, h);
         }
-        Grouping::Element => {
-            for (e, &h) in springs.clocks.iter().enumerate() {
-                push_force(ForceTarget::Spring(e as u32), h);
-            }
-            for (e, &h) in hinges.clocks.iter().enumerate() {
-                push_force(ForceTarget::Hinge(e as u32), h);
-            }
+        if let Some(h) = hinges.min_clock() {
+            push_force(ForceTarget::AllHinges, h);
+        }
+    } else {
+        for (e, &h) in springs.clocks.iter().enumerate() {
+            push_force(ForceTarget::Spring(e as u32), h);
+        }
+        for (e, &h) in hinges.clocks.iter().enumerate() {
+            push_force(ForceTarget::Hinge(e as u32), h);
         }
     }
     let free_vertices = state.inv_mass.iter().filter(|&&w| w > 0.0).count();
     if scene.gravity != DVec3::ZERO && free_vertices > 0 {
-        push_force(ForceTarget::Gravity, external_clock);
+        if super_elements {
+            push_force(ForceTarget::Gravity, external_clock);
+        } else {
+            for v in (0..state.len()).filter(|&v| state.inv_mass[v] > 0.0) {
+                push_force(ForceTarget::VertexGravity(v as u32), external_clock);
+            }
+        }
     }
     if !drag.is_empty() {
         push_force(ForceTarget::Drag, external_clock);
@@ -239,6 +243,8 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             safety: scene.contact.safety,
             window: (BROAD_PHASE_WINDOW_TICKS * external_clock).min(scene.frame_interval),
             broad_phase: scene.contact.broad_phase,
+            layer_super_events: scene.speed.layer_super_events,
+            axis_ordering: scene.speed.axis_ordering,
         };
         let contact = Contact::new(
             setup,

@@ -136,6 +136,10 @@ pub(super) struct ContactSetup {
     pub(super) safety: f64,
     pub(super) window: f64,
     pub(super) broad_phase: BroadPhaseKind,
+    /// One penalty event per layer rather than per pair and layer (`speed.layer_super_events`).
+    pub(super) layer_super_events: bool,
+    /// Adaptive k-DOP axis ordering in the broad phase (`speed.axis_ordering`).
+    pub(super) axis_ordering: bool,
 }
 
 /// A pair closer than `eta1` at the start.
@@ -162,13 +166,14 @@ impl Contact {
             .filter(|&i| state.inv_mass[i] > 0.0)
             .map(|i| state.mass[i])
             .fold(f64::INFINITY, f64::min);
-        let boxes = BroadPhase::new(
+        let mut boxes = BroadPhase::new(
             setup.broad_phase,
             edges,
             triangles,
             state,
             setup.schedule.eta1,
         );
+        boxes.set_adaptive_axes(setup.axis_ordering);
         let broad_event = events.insert(EventKind::BroadPhase, 0).id;
         let mut contact = Self {
             schedule: setup.schedule,
@@ -183,7 +188,7 @@ impl Contact {
             free_pairs: Vec::new(),
             index: HashMap::new(),
             contingency: Contingency::new(n),
-            layer_events: LayerEvents::default(),
+            layer_events: LayerEvents::new(setup.layer_super_events),
             clocks: Vec::new(),
             vertex_stamp: vec![0; n],
             vertex_epoch: 0,
@@ -653,19 +658,20 @@ impl Contact {
         }
     }
 
-    /// One tick of penalty layer `l` (a super-event): every member's impulse is computed from
-    /// the state before the tick, then applied in key order; the kicked vertices' certificates
-    /// are re-timed, and members that have left their deepest layer are dropped (lazy
-    /// deactivation) and certified again.
+    /// One tick of the penalty group whose event has payload `group` (one layer's super-event,
+    /// or one pair's layer): every member's impulse is computed from the state before the tick,
+    /// then applied in key order; the kicked vertices' certificates are re-timed, and members
+    /// that have left their deepest layer are dropped (lazy deactivation) and certified again.
     pub(super) fn fire_layer(
         &mut self,
-        l: u32,
+        group: u32,
         state: &mut VertexState,
         t: f64,
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) -> Result<(), RunError> {
         let _zone = zone!("penalty");
+        let (l, mut members) = self.layer_events.take_members(group);
         let h = self.clock(l);
         let params = PenaltyParams {
             eta: self.schedule.eta(l),
@@ -675,7 +681,6 @@ impl Contact {
             mu: self.mu,
             friction_cap: self.friction_cap,
         };
-        let mut members = self.layer_events.take_members(l);
         let mut impulses = std::mem::take(&mut self.impulses);
         let pairs = &self.pairs;
         let frozen: &VertexState = state;
@@ -740,7 +745,7 @@ impl Contact {
             }
         }
         members.truncate(kept);
-        self.layer_events.finish_tick(l, members, queue);
+        self.layer_events.finish_tick(group, members, queue);
         self.impulses = impulses;
         Ok(())
     }

@@ -15,7 +15,9 @@ use std::time::Instant;
 use glam::DVec3;
 
 use crate::events::{EventKind, EventQueue, EventTable};
-use crate::forces::external::{gravity_tick, Drag, PrescribedForce, ScriptedMotion};
+use crate::forces::external::{
+    gravity_tick, vertex_gravity_tick, Drag, PrescribedForce, ScriptedMotion,
+};
 use crate::forces::{HingeFamily, SpringFamily};
 use crate::ids::EventId;
 use crate::profile::zone;
@@ -51,8 +53,10 @@ enum ForceTarget {
     AllHinges,
     /// One hinge.
     Hinge(u32),
-    /// Gravity on every free vertex.
+    /// Gravity on every free vertex (a super-element).
     Gravity,
+    /// Gravity on one free vertex.
+    VertexGravity(u32),
     /// A prescribed force.
     Prescribed(u32),
     /// Air drag.
@@ -82,7 +86,8 @@ pub struct Processed {
     /// What it was.
     pub kind: EventKind,
     /// Its subsystem's index: the force for `Force`, the pair for `Certificate`, the layer for
-    /// `Penalty`, the script for `Script`.
+    /// `Penalty` (with `speed.layer_super_events` off: the pair-layer group), the script for
+    /// `Script`.
     pub payload: u32,
 }
 
@@ -397,6 +402,7 @@ impl Simulation {
                 ForceTarget::AllHinges => hinges.verts.iter().for_each(|v| lower(out, v, h)),
                 ForceTarget::Hinge(e) => lower(out, &hinges.verts[e as usize], h),
                 ForceTarget::Gravity => out.iter_mut().for_each(|s| *s = s.min(h)),
+                ForceTarget::VertexGravity(v) => lower(out, &[v], h),
                 ForceTarget::Prescribed(p) => lower(out, &self.prescribed[p as usize].vertices, h),
                 ForceTarget::Drag => lower(out, &self.drag.vertices, h),
             }
@@ -572,6 +578,10 @@ impl Simulation {
                 gravity_tick(&mut self.state, self.gravity, t, clock);
                 counts.gravity += 1;
             }
+            ForceTarget::VertexGravity(v) => {
+                vertex_gravity_tick(&mut self.state, v as usize, self.gravity, t, clock);
+                counts.gravity += 1;
+            }
             ForceTarget::Prescribed(f) => {
                 self.prescribed[f as usize].tick(&mut self.state, t, clock);
                 counts.prescribed += 1;
@@ -601,6 +611,7 @@ impl Simulation {
                 let vertices = &self.prescribed[f as usize].vertices;
                 contact.after_kick(vertices, state, t, events, queue);
             }
+            ForceTarget::VertexGravity(v) => contact.after_kick(&[v], state, t, events, queue),
             ForceTarget::AllSprings
             | ForceTarget::AllHinges
             | ForceTarget::Gravity

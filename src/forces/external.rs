@@ -17,6 +17,16 @@ pub fn gravity_tick(state: &mut VertexState, g: DVec3, t: f64, h: f64) {
     }
 }
 
+/// One vertex's gravity tick at time `t` with clock `h`: the velocity change of
+/// [`gravity_tick`] for that vertex, bit for bit.
+pub fn vertex_gravity_tick(state: &mut VertexState, i: usize, g: DVec3, t: f64, h: f64) {
+    let dv = g * h;
+    if dv != DVec3::ZERO && state.inv_mass[i] != 0.0 {
+        state.rebase(i, t);
+        state.v[i] += dv;
+    }
+}
+
 /// A constant force applied to each vertex of a set during `[start, end)`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PrescribedForce {

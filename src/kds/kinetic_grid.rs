@@ -15,7 +15,7 @@ use glam::DVec3;
 use hashbrown::HashMap;
 
 use super::bvh::Bvh;
-use super::kdop::{after, Aabb, Volume};
+use super::kdop::{after, Aabb, Volume, FIXED_AXES};
 use super::leaves::{Leaves, References, VertexVolumes};
 use super::swept_boxes::PairKey;
 use crate::events::EventQueue;
@@ -293,8 +293,9 @@ impl KineticGrid {
 
     /// [`VertexVolumes::near`] over the current horizon.
     fn near(&self, key: PairKey) -> bool {
+        let hints = [&FIXED_AXES; 2];
         self.vertex_vols
-            .near(&self.leaves, key, (self.now, self.t_end))
+            .near(&self.leaves, key, (self.now, self.t_end), hints)
     }
 
     /// Whether some pair of leaves sharing a cell holds `key` among its feature pairs and the

@@ -16,7 +16,7 @@ use glam::DVec3;
 use hashbrown::HashMap;
 use rayon::prelude::*;
 
-use super::kdop::Volume;
+use super::kdop::{AxisHint, Volume};
 use super::swept_boxes::PairKey;
 use super::PAR_MIN_LEN;
 use crate::mesh::Csr;
@@ -362,18 +362,25 @@ impl<V: Volume> VertexVolumes<V> {
     /// the reference slack; a triangle's or an edge's is the union of its vertices', which holds
     /// every point of it grown by the same pad) overlap at some time. Leaf pairs hand over only
     /// these feature pairs; the others stay apart until `t_end` or until a vertex of theirs
-    /// strays from its reference (which refits its leaves and looks again).
-    pub fn near(&self, leaves: &Leaves, key: PairKey, (now, t_end): (f64, f64)) -> bool {
+    /// strays from its reference (which refits its leaves and looks again). `hints` order the
+    /// axes of the VT and EE tests (see [`AxisHint`]).
+    pub fn near(
+        &self,
+        leaves: &Leaves,
+        key: PairKey,
+        (now, t_end): (f64, f64),
+        hints: [&AxisHint; 2],
+    ) -> bool {
         let vol = |v: u32| &self.vol[v as usize];
         match key {
             PairKey::VertexTriangle(v, t) => {
                 let [a, b, c] = leaves.triangles[t as usize];
-                V::unions_meet(&[vol(v)], &[vol(a), vol(b), vol(c)], now, t_end)
+                V::unions_meet(&[vol(v)], &[vol(a), vol(b), vol(c)], now, t_end, hints[0])
             }
             PairKey::EdgeEdge(e, f) => {
                 let [a, b] = leaves.edges[e as usize];
                 let [c, d] = leaves.edges[f as usize];
-                V::unions_meet(&[vol(a), vol(b)], &[vol(c), vol(d)], now, t_end)
+                V::unions_meet(&[vol(a), vol(b)], &[vol(c), vol(d)], now, t_end, hints[1])
             }
         }
     }

@@ -233,6 +233,19 @@ impl BroadPhase {
         }
     }
 
+    /// Turns adaptive k-DOP axis ordering on or off (`speed.axis_ordering`): the kinetic
+    /// separation lists try the axis that separated last first. It changes only the cost of
+    /// their tests, never an answer.
+    pub fn set_adaptive_axes(&mut self, on: bool) {
+        match &mut self.inner {
+            Inner::Aabb(l) => l.set_adaptive_axes(on),
+            Inner::Dop18(l) => l.set_adaptive_axes(on),
+            Inner::Dop26(l) => l.set_adaptive_axes(on),
+            Inner::Spheres(l) => l.set_adaptive_axes(on),
+            Inner::Swept(_) | Inner::Grid(_) => {}
+        }
+    }
+
     /// The end of the current horizon (window).
     pub fn window_end(&self) -> f64 {
         self.window_end

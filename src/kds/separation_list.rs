@@ -29,7 +29,7 @@
 //! deterministic.
 
 use super::bvh::Bvh;
-use super::kdop::{after, Volume};
+use super::kdop::{after, AxisHint, Volume};
 use super::leaves::{Leaves, References, VertexVolumes, NONE};
 use super::swept_boxes::PairKey;
 use super::PAR_MIN_LEN;
@@ -115,6 +115,9 @@ pub struct SeparationList<V> {
     stats: ListStats,
     /// Audit calls so far (see [`SeparationList::audit`]).
     audits: std::sync::atomic::AtomicU64,
+    /// Axis orders of the node-pair tests and of the VT and EE feature-pair tests.
+    pair_axes: AxisHint,
+    near_axes: [AxisHint; 2],
 }
 
 /// The O(list) part of the audit runs on every this-many calls.
@@ -158,7 +161,15 @@ impl<V: Volume> SeparationList<V> {
             stack: Vec::new(),
             stats: ListStats::default(),
             audits: std::sync::atomic::AtomicU64::new(0),
+            pair_axes: AxisHint::new(false),
+            near_axes: [AxisHint::new(false), AxisHint::new(false)],
         }
+    }
+
+    /// Turns adaptive k-DOP axis ordering on or off (`speed.axis_ordering`; see [`AxisHint`]).
+    pub fn set_adaptive_axes(&mut self, on: bool) {
+        self.pair_axes.set_adaptive(on);
+        self.near_axes.iter_mut().for_each(|h| h.set_adaptive(on));
     }
 
     /// The leaves and their topology.
@@ -327,7 +338,11 @@ impl<V: Volume> SeparationList<V> {
                 let mut e = self.head[n as usize];
                 while e != NONE {
                     let (p, side) = (e >> 1, (e & 1) as usize);
-                    pairs.push(p);
+                    // A pair of two changed nodes is re-timed once, from its smaller node.
+                    let other = [self.pairs.b[p as usize], self.pairs.a[p as usize]][side];
+                    if other >= n || self.node_stamp[other as usize] != self.epoch {
+                        pairs.push(p);
+                    }
                     e = self.pairs.next[p as usize][side];
                 }
             }
@@ -383,8 +398,9 @@ impl<V: Volume> SeparationList<V> {
 
     /// [`VertexVolumes::near`] over the current horizon.
     fn near(&self, key: PairKey) -> bool {
+        let [vt, ee] = &self.near_axes;
         self.vertex_vols
-            .near(&self.leaves, key, (self.now, self.t_end))
+            .near(&self.leaves, key, (self.now, self.t_end), [vt, ee])
     }
 
     /// Whether both nodes of pair `p` are leaf nodes.
@@ -421,9 +437,11 @@ impl<V: Volume> SeparationList<V> {
 
     /// Hands over again the near feature pairs of every open pair of leaf node `n` that involve
     /// a vertex whose reference changed in this update (stamped `epoch`): the others' answer
-    /// cannot have changed.
+    /// cannot have changed. A pair of two leaf nodes refitted in this update is looked at
+    /// once, from the larger.
     fn hand_over_again(&self, n: u32, found: &mut impl FnMut(PairKey)) {
-        for m in self.open_partners(n) {
+        let refitted = |m: u32| self.node_stamp[m as usize] == self.epoch;
+        for m in self.open_partners(n).filter(|&m| m >= n || !refitted(m)) {
             self.node_features(n, m, &mut |k| {
                 let moved = self
                     .leaves
@@ -519,7 +537,12 @@ impl<V: Volume> SeparationList<V> {
         if a == b {
             return Some((f64::NEG_INFINITY, f64::INFINITY));
         }
-        self.bvh.vol[a as usize].overlap_interval(&self.bvh.vol[b as usize], self.now, self.t_end)
+        self.bvh.vol[a as usize].overlap_interval_from(
+            &self.bvh.vol[b as usize],
+            self.now,
+            self.t_end,
+            &self.pair_axes,
+        )
     }
 
     fn overlapping(&self, p: u32, t: f64) -> bool {
@@ -528,7 +551,12 @@ impl<V: Volume> SeparationList<V> {
             return true;
         }
         self.bvh.vol[a as usize]
-            .overlap_interval(&self.bvh.vol[b as usize], t, self.t_end.max(t))
+            .overlap_interval_from(
+                &self.bvh.vol[b as usize],
+                t,
+                self.t_end.max(t),
+                &self.pair_axes,
+            )
             .is_some_and(|(s, _)| s <= t)
     }
 

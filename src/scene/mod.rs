@@ -7,6 +7,7 @@
 
 mod error;
 pub mod profile;
+mod speed;
 mod sync;
 mod validate;
 
@@ -15,6 +16,7 @@ use glam::DVec3;
 use crate::mesh::TriMesh;
 
 pub use error::SceneError;
+pub use speed::SpeedSettings;
 pub use sync::{FailSafe, Method, OnUnresolved, SyncSettings};
 
 /// Elastic material of an object (cgs units).
@@ -122,21 +124,9 @@ pub struct ScriptSpec {
     pub keys: Vec<(f64, DVec3)>,
 }
 
-/// How elastic elements are grouped into events.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Grouping {
-    /// One event per force family, at the family's smallest stable clock (super-elements, §8.2).
-    #[default]
-    Family,
-    /// One event per element, each at its own stable clock (classic AVI, §5.2).
-    Element,
-}
-
 /// Integrator settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct IntegratorSettings {
-    /// Grouping of elastic elements into events.
-    pub grouping: Grouping,
     /// Safety factor `c` in `(0, 1]` applied to every stable clock.
     pub safety: f64,
     /// One clock for every force event, overriding the stable clocks (for tests and comparisons
@@ -150,7 +140,6 @@ impl Default for IntegratorSettings {
     fn default() -> Self {
         Self {
             method: Method::Acm,
-            grouping: Grouping::Family,
             safety: 0.5,
             clock: None,
         }
@@ -247,6 +236,8 @@ pub struct Scene {
     pub contact: ContactSettings,
     /// Parameters of the synchronous baseline (used when `integrator.method` is `Sync`).
     pub sync: SyncSettings,
+    /// The chapter-8 optimizations switched on.
+    pub speed: SpeedSettings,
 }
 
 impl Default for Scene {
@@ -263,6 +254,7 @@ impl Default for Scene {
             integrator: IntegratorSettings::default(),
             contact: ContactSettings::default(),
             sync: SyncSettings::default(),
+            speed: SpeedSettings::default(),
         }
     }
 }

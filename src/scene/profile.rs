@@ -14,8 +14,8 @@ use glam::{DQuat, DVec3, EulerRot};
 use serde::Deserialize;
 
 use super::{
-    ContactSettings, FailSafe, ForceSpec, Grouping, IntegratorSettings, Material, Method,
-    OnUnresolved, Scene, SceneError, SceneObject, ScriptSpec, SyncSettings, VertexSet,
+    ContactSettings, FailSafe, ForceSpec, IntegratorSettings, Material, Method, OnUnresolved,
+    Scene, SceneError, SceneObject, ScriptSpec, SpeedSettings, SyncSettings, VertexSet,
 };
 use crate::kds::BroadPhaseKind;
 use crate::mesh::{self, TriMesh};
@@ -246,6 +246,8 @@ struct ProfileFile {
     contact: ContactTable,
     #[serde(default)]
     sync: SyncTable,
+    #[serde(default)]
+    speed: SpeedTable,
 }
 
 #[derive(Deserialize)]
@@ -266,7 +268,8 @@ fn default_gravity() -> [f64; 3] {
 #[serde(deny_unknown_fields)]
 struct IntegratorTable {
     method: Option<MethodName>,
-    grouping: Option<GroupingName>,
+    /// Replaced by `speed.super_elements`; kept only to say so.
+    grouping: Option<toml::Value>,
     safety: Option<f64>,
     clock: Option<f64>,
 }
@@ -305,11 +308,43 @@ enum OnUnresolvedName {
     Continue,
 }
 
+/// `[speed]`: a preset, then any switch set on its own (see [`SpeedSettings`]).
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct SpeedTable {
+    preset: Option<PresetName>,
+    super_elements: Option<bool>,
+    layer_super_events: Option<bool>,
+    axis_ordering: Option<bool>,
+}
+
+/// `speed.preset` values.
 #[derive(Deserialize, Clone, Copy)]
 #[serde(rename_all = "snake_case")]
-enum GroupingName {
-    Family,
-    Element,
+enum PresetName {
+    None,
+    All,
+}
+
+impl SpeedTable {
+    /// The preset (default `all`) with the switches given on their own applied over it.
+    fn settings(&self) -> SpeedSettings {
+        let mut speed = match self.preset {
+            Some(PresetName::None) => SpeedSettings::NONE,
+            Some(PresetName::All) | None => SpeedSettings::ALL,
+        };
+        let given = [
+            self.super_elements,
+            self.layer_super_events,
+            self.axis_ordering,
+        ];
+        for (name, value) in SpeedSettings::NAMES.into_iter().zip(given) {
+            if let (Some(flag), Some(value)) = (speed.flag_mut(name), value) {
+                *flag = value;
+            }
+        }
+        speed
+    }
 }
 
 #[derive(Deserialize)]
@@ -530,14 +565,17 @@ impl ProfileFile {
     /// The scene, and for each of its objects the index of the `[[object]]` entry it came from.
     fn into_scene(self, base: &Path) -> Result<(Scene, Vec<usize>), SceneError> {
         let defaults = Scene::default();
+        if self.integrator.grouping.is_some() {
+            return Err(SceneError::new(
+                "integrator.grouping",
+                "replaced by speed.super_elements (true: one event per force family, false: one \
+                 event per element)",
+            ));
+        }
         let integrator = IntegratorSettings {
             method: match self.integrator.method {
                 Some(MethodName::Sync) => Method::Sync,
                 Some(MethodName::Acm) | None => Method::Acm,
-            },
-            grouping: match self.integrator.grouping {
-                Some(GroupingName::Element) => Grouping::Element,
-                Some(GroupingName::Family) | None => Grouping::Family,
             },
             safety: self.integrator.safety.unwrap_or(defaults.integrator.safety),
             clock: self.integrator.clock,
@@ -591,6 +629,7 @@ impl ProfileFile {
             integrator,
             contact,
             sync,
+            speed: self.speed.settings(),
             ..defaults
         };
         for (i, f) in self.fixed.iter().enumerate() {

@@ -4,9 +4,46 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use acm::check::{audit_positions, measure, AuditReport};
 use acm::mesh;
 use acm::scene::{Material, Scene, SceneObject};
+use acm::{Frame, FrameSink, RunError, Simulation};
 use glam::DVec3;
+
+/// Total linear momentum of `sim` now.
+pub fn momentum(sim: &Simulation) -> DVec3 {
+    let mut x = Vec::new();
+    sim.positions_at(sim.time(), &mut x);
+    measure(sim, sim.time(), &x).momentum
+}
+
+/// The sum of the vertices' momentum magnitudes: the scale of a relative momentum drift.
+pub fn momentum_scale(sim: &Simulation) -> f64 {
+    let state = sim.state();
+    (0..state.len())
+        .map(|i| state.mass[i] * state.v[i].length())
+        .sum()
+}
+
+/// A frame sink that collects the exact intersection audit of every frame.
+pub struct Audited(pub AuditReport);
+
+impl FrameSink for Audited {
+    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
+        audit_positions(
+            frame.positions,
+            frame.simulation.triangles(),
+            1.0,
+            frame.index,
+            &mut self.0,
+        )
+        .map_err(|e| RunError::Internal {
+            time: frame.time,
+            event: 0,
+            message: e.to_string(),
+        })
+    }
+}
 
 /// A small deterministic random generator (splitmix64).
 pub struct Rng(pub u64);

@@ -1,0 +1,74 @@
+//! The chapter-8 speed switches (thesis ch. 8, DESIGN §8): one flag per optimization, so that
+//! each one's effect can be measured (`[speed]` in a profile, documented in `profiles/README.md`).
+
+/// Which of the thesis's chapter-8 optimizations are on. None of them changes safety; the
+/// trajectory changes only where a flag's documentation says so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpeedSettings {
+    /// Super-elements (§8.2): one event per elastic force family (stretching, bending) at the
+    /// family's smallest stable clock, and one gravity event for every vertex. Off: one event
+    /// per element at its own stable clock and one gravity event per vertex (classic AVI,
+    /// §5.2). Changes the trajectory: the elements' clocks change.
+    pub super_elements: bool,
+    /// Penalty-layer super-events (§8.1): one event per layer ticks every pair with the layer
+    /// active, from the state before the tick. Off: one event per pair and layer, on the same
+    /// layer clocks; pairs ticked at the same time then see each other's impulses, so the
+    /// trajectory differs in rounding where they share a vertex.
+    pub layer_super_events: bool,
+    /// Adaptive k-DOP axis ordering (§8.1, "bounding plane ordering"): the broad phase's overlap tests try first the axis
+    /// that separated last. Changes only when certificates look: frames are bit-identical.
+    pub axis_ordering: bool,
+}
+
+impl SpeedSettings {
+    /// Every optimization on (the default).
+    pub const ALL: Self = Self {
+        super_elements: true,
+        layer_super_events: true,
+        axis_ordering: true,
+    };
+
+    /// Every optimization off: the unoptimized engine the table of `benches/README.md` starts
+    /// from.
+    pub const NONE: Self = Self {
+        super_elements: false,
+        layer_super_events: false,
+        axis_ordering: false,
+    };
+
+    /// The switch names, in the order the table of `benches/README.md` turns them on.
+    pub const NAMES: [&'static str; 3] = ["super_elements", "layer_super_events", "axis_ordering"];
+
+    /// The flag called `name` (one of [`NAMES`](Self::NAMES)).
+    pub fn flag_mut(&mut self, name: &str) -> Option<&mut bool> {
+        match name {
+            "super_elements" => Some(&mut self.super_elements),
+            "layer_super_events" => Some(&mut self.layer_super_events),
+            "axis_ordering" => Some(&mut self.axis_ordering),
+            _ => None,
+        }
+    }
+}
+
+impl Default for SpeedSettings {
+    fn default() -> Self {
+        Self::ALL
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_has_a_flag_and_the_presets_differ_in_each() {
+        for name in SpeedSettings::NAMES {
+            let mut all = SpeedSettings::ALL;
+            let mut none = SpeedSettings::NONE;
+            let (a, n) = (*all.flag_mut(name).unwrap(), *none.flag_mut(name).unwrap());
+            assert!(a && !n, "{name}");
+        }
+        let mut all = SpeedSettings::ALL;
+        assert!(all.flag_mut("fuzzy").is_none());
+    }
+}
