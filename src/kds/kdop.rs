@@ -15,27 +15,41 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use crossbeam::utils::CachePadded;
+
 use glam::DVec3;
 
 /// Where a k-DOP test starts trying its axes (adaptive axis ordering, thesis ch. 8): the axis
 /// that separated two volumes last time is tried first next time, so apart volumes are found
 /// apart after fewer axes. Every overlap condition is intersected exactly (by `min` and `max`),
-/// so the answer is the same bits in any axis order: only its cost depends on the hint. Atomic
-/// so that tests sharing a hint may run on several threads; a lost update only costs time.
-#[derive(Debug, Default)]
+/// so the answer is the same bits in any axis order: only its cost depends on the hint.
+///
+/// Each rayon worker keeps its own slot, on its own cache line: one shared byte written by every
+/// test made two threads slower than one thread without hints (measured on `drape_100k`).
+#[derive(Debug)]
 pub struct AxisHint {
-    first: AtomicU8,
+    slots: [CachePadded<AtomicU8>; HINT_SLOTS],
     adaptive: bool,
 }
+
+/// Slots of an [`AxisHint`]; workers beyond this many share slots (a lost update only costs
+/// time).
+const HINT_SLOTS: usize = 64;
 
 impl AxisHint {
     /// A hint starting at axis 0; `adaptive` promotes the separating axis, otherwise the order
     /// stays fixed.
     pub const fn new(adaptive: bool) -> Self {
         Self {
-            first: AtomicU8::new(0),
+            slots: [const { CachePadded::new(AtomicU8::new(0)) }; HINT_SLOTS],
             adaptive,
         }
+    }
+
+    /// The calling worker's slot.
+    #[inline]
+    fn slot(&self) -> &AtomicU8 {
+        &self.slots[rayon::current_thread_index().unwrap_or(0) % HINT_SLOTS]
     }
 
     /// Turns promotion on or off.
@@ -46,14 +60,17 @@ impl AxisHint {
     /// The axis to try first, below `axes`.
     #[inline]
     fn first(&self, axes: usize) -> usize {
-        (self.first.load(Ordering::Relaxed) as usize).min(axes - 1)
+        (self.slot().load(Ordering::Relaxed) as usize).min(axes - 1)
     }
 
     /// Records that axis `j` separated.
     #[inline]
     fn promote(&self, j: usize) {
         if self.adaptive {
-            self.first.store(j as u8, Ordering::Relaxed);
+            let slot = self.slot();
+            if slot.load(Ordering::Relaxed) != j as u8 {
+                slot.store(j as u8, Ordering::Relaxed);
+            }
         }
     }
 }
@@ -711,18 +728,18 @@ mod tests {
             let fit = |p: &(Vec<DVec3>, Vec<DVec3>)| Dop18::fit(&p.0, &p.1, t, t_end, 0.1);
             let (va, vb, vc, vd) = (fit(&a), fit(&b), fit(&c), fit(&d));
             let hint = AxisHint::new(true);
-            hint.first.store(first, Ordering::Relaxed);
+            hint.slot().store(first, Ordering::Relaxed);
             let got = va.overlap_interval_from(&vb, t, t_end, &hint);
             prop_assert_eq!(got, va.overlap_interval(&vb, t, t_end));
             if got.is_none() {
                 // The promoted axis separates the pair on its own: tried first, it answers.
-                let promoted = hint.first.load(Ordering::Relaxed);
+                let promoted = hint.slot().load(Ordering::Relaxed);
                 let alone = AxisHint::new(false);
-                alone.first.store(promoted, Ordering::Relaxed);
+                alone.slot().store(promoted, Ordering::Relaxed);
                 prop_assert!(va.overlap_interval_from(&vb, t, t_end, &alone).is_none());
             }
             let hint = AxisHint::new(true);
-            hint.first.store(first, Ordering::Relaxed);
+            hint.slot().store(first, Ordering::Relaxed);
             prop_assert_eq!(
                 Dop18::unions_meet(&[&va, &vb], &[&vc, &vd], t, t_end, &hint),
                 Dop18::unions_meet(&[&va, &vb], &[&vc, &vd], t, t_end, &FIXED_AXES)
