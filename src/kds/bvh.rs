@@ -201,7 +201,7 @@ impl<V: Volume> Bvh<V> {
     }
 
     /// Refits every volume on `[t, t_end]`: the leaves in parallel, then the internal nodes in
-    /// one bottom-up sweep, each grown by `grow` (see [`refit_leaf`](Self::refit_leaf)). The
+    /// one bottom-up sweep, each grown by `grow` (see [`refit_bucket`](Self::refit_bucket)). The
     /// result does not depend on the number of threads.
     pub fn refit_all(
         &mut self,
