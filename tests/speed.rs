@@ -6,7 +6,7 @@ mod common;
 
 use acm::check::AuditReport;
 use acm::scene::{profile, Scene, SpeedSettings};
-use acm::{NoFrames, Simulation};
+use acm::{Frame, FrameSink, NoFrames, RunError, Simulation};
 use common::{head_on, momentum, momentum_scale, Audited};
 use glam::DVec3;
 
@@ -24,21 +24,43 @@ fn cumulative() -> Vec<SpeedSettings> {
 
 /// Runs `scene` with `speed` to `until`, audited after every event and every frame.
 fn run_audited(scene: &Scene, speed: SpeedSettings, until: f64) -> Simulation {
+    run_recorded(scene, speed, until).0
+}
+
+/// An audited sink that also keeps every frame's positions.
+struct Recorded {
+    audit: Audited,
+    frames: Vec<Vec<DVec3>>,
+}
+
+impl FrameSink for Recorded {
+    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
+        self.frames.push(frame.positions.to_vec());
+        self.audit.frame(frame)
+    }
+}
+
+/// [`run_audited`], also returning every frame's positions.
+fn run_recorded(scene: &Scene, speed: SpeedSettings, until: f64) -> (Simulation, Vec<Vec<DVec3>>) {
     let mut scene = scene.clone();
     scene.speed = speed;
     let mut sim = Simulation::new(&scene).unwrap();
     sim.set_audit(true);
-    let mut sink = Audited(AuditReport::default());
+    let mut sink = Recorded {
+        audit: Audited(AuditReport::default()),
+        frames: Vec::new(),
+    };
     if let Err(e) = sim.run_until(until, &mut sink) {
         panic!("{speed:?}: {e}");
     }
-    assert!(sink.0.frames > 0);
+    let report = &sink.audit.0;
+    assert!(report.frames > 0);
     assert_eq!(
-        sink.0.intersecting_pairs, 0,
+        report.intersecting_pairs, 0,
         "{speed:?}: {:?}",
-        sink.0.first_bad
+        report.first_bad
     );
-    sim
+    (sim, sink.frames)
 }
 
 #[test]
@@ -208,4 +230,55 @@ fn axis_ordering_leaves_the_trajectory_bit_identical() {
         x
     };
     assert!(frames(true) == frames(false));
+}
+
+#[test]
+fn fuzzy_trajectories_leave_every_frame_bit_identical_and_retime_fewer_slabs() {
+    // Falling sheets that meet head on: gravity kicks every vertex at every tick, penalty
+    // layers kick the contact region. A fuzzy schedule changes only when slabs are looked at.
+    let mut scene = head_on();
+    scene.gravity = DVec3::new(0.0, -981.0, 0.0);
+    let run = |fuzzy_trajectories: bool, quality_loss: f64| {
+        let speed = SpeedSettings {
+            fuzzy_trajectories,
+            quality_loss,
+            ..SpeedSettings::ALL
+        };
+        let (sim, frames) = run_recorded(&scene, speed, 0.004);
+        (sim.stats().contact.clone().unwrap(), frames)
+    };
+    let (exact, exact_frames) = run(false, 0.0);
+    assert!(exact.deepest_layer >= 2, "the sheets met");
+    assert!(exact_frames.len() >= 20);
+    for ql in [0.0, 0.3, 0.7, 0.95] {
+        let (fuzzy, frames) = run(true, ql);
+        assert!(frames == exact_frames, "QL {ql}: the trajectory changed");
+        assert_eq!(fuzzy.reschedules, exact.reschedules, "QL {ql}");
+        if ql > 0.0 {
+            assert!(
+                fuzzy.retimes * 2 < exact.retimes,
+                "QL {ql}: {} of {} slabs re-timed",
+                fuzzy.retimes,
+                exact.retimes
+            );
+            assert!(
+                fuzzy.slab_events > exact.slab_events,
+                "QL {ql}: looks earlier"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_quality_loss_outside_zero_to_one_is_rejected() {
+    for bad in ["1.0", "-0.1", "nan", "inf"] {
+        let e = particle_floor(&[&format!("speed.quality_loss={bad}")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("speed.quality_loss"), "{bad}: {e}");
+        assert!(e.contains("[0, 1)"), "{bad}: {e}");
+    }
+    let ok = particle_floor(&["speed.quality_loss=0.25"]).unwrap().speed;
+    assert_eq!(ok.quality_loss, 0.25);
+    assert!(ok.fuzzy_trajectories);
 }

@@ -245,6 +245,10 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             broad_phase: scene.contact.broad_phase,
             layer_super_events: scene.speed.layer_super_events,
             axis_ordering: scene.speed.axis_ordering,
+            quality_loss: scene
+                .speed
+                .fuzzy_trajectories
+                .then_some(scene.speed.quality_loss),
         };
         let contact = Contact::new(
             setup,

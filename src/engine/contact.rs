@@ -24,7 +24,9 @@ use crate::contact::penalty::{
 };
 use crate::events::{EventKind, EventQueue, EventTable};
 use crate::ids::EventId;
-use crate::kds::slab::{build_slab, failure_time, holds, Slab};
+use crate::kds::slab::{
+    build_slab, failure_time, fuzzy_schedule, holds, within_budget, ClosingBudget, Slab, NO_BUDGET,
+};
 use crate::kds::swept_boxes::PairKey;
 use crate::kds::{BroadPhase, BroadPhaseKind, BroadPhaseStats};
 use crate::profile::zone;
@@ -60,8 +62,12 @@ pub struct ContactStats {
     pub slab_events: u64,
     /// Broad-phase window rebuilds.
     pub broad_phase_events: u64,
-    /// Certificates rescheduled after velocity changes.
+    /// Certificates looked at after velocity changes (contingent on a kicked vertex).
     pub reschedules: u64,
+    /// Of those, the slabs actually re-timed: the rest kept their time because the kick left
+    /// every vertex within its fuzzy-trajectory budget (`speed.fuzzy_trajectories`), or had
+    /// no slab.
+    pub retimes: u64,
     /// Most candidate pairs (each holding one certificate) alive at once.
     pub certificates_peak: usize,
     /// Smallest pair distance seen at a slab failure or a penalty tick (cm).
@@ -81,6 +87,9 @@ struct Pairs {
     slab: Vec<Option<Slab>>,
     /// Time at which `slab.point` is exact.
     slab_time: Vec<f64>,
+    /// The fuzzy-trajectory budget the slab was scheduled with ([`NO_BUDGET`] without fuzzy
+    /// trajectories).
+    budget: Vec<ClosingBudget>,
     /// The slab-failure event.
     cert: Vec<EventId>,
     /// Number of active layers: `1..=active` are.
@@ -99,6 +108,8 @@ pub(super) struct Contact {
     safety: f64,
     m_min: f64,
     window: f64,
+    /// Fuzzy trajectories' quality loss `QL` (thesis §8.2), or `None` for exact schedules.
+    quality_loss: Option<f64>,
     boxes: BroadPhase,
     pairs: Pairs,
     free_pairs: Vec<u32>,
@@ -140,6 +151,9 @@ pub(super) struct ContactSetup {
     pub(super) layer_super_events: bool,
     /// Adaptive k-DOP axis ordering in the broad phase (`speed.axis_ordering`).
     pub(super) axis_ordering: bool,
+    /// Slabs scheduled on fuzzy trajectories with this quality loss (`speed.fuzzy_trajectories`
+    /// and `speed.quality_loss`), or `None`.
+    pub(super) quality_loss: Option<f64>,
 }
 
 /// A pair closer than `eta1` at the start.
@@ -183,6 +197,7 @@ impl Contact {
             safety: setup.safety,
             m_min,
             window: setup.window,
+            quality_loss: setup.quality_loss,
             boxes,
             pairs: Pairs::default(),
             free_pairs: Vec::new(),
@@ -286,6 +301,7 @@ impl Contact {
                 p.certified.push(1);
                 p.slab.push(None);
                 p.slab_time.push(t);
+                p.budget.push(NO_BUDGET);
                 p.cert.push(EventId::INVALID);
                 p.active.push(0);
                 p.live.push(false);
@@ -346,8 +362,9 @@ impl Contact {
         self.pairs.slab_time[i] = t;
         // A pair too close to certify now is looked at again at once: the failure handler
         // activates the layer.
-        let when = slab.map_or(t, |s| t + failure_time(&s, &x, &v, a));
-        self.schedule_cert(id, when, queue);
+        let (dt, budget) = slab.map_or((0.0, NO_BUDGET), |s| self.schedule_slab(&s, &x, &v, a));
+        self.pairs.budget[i] = budget;
+        self.schedule_cert(id, t + dt, queue);
     }
 
     fn schedule_cert(&mut self, id: u32, when: f64, queue: &mut EventQueue) {
@@ -359,18 +376,42 @@ impl Contact {
         }
     }
 
-    /// Pair `id`'s slab advanced to `t` and its failure time under the velocities at `t`; `None`
-    /// for a pair with no slab. Pure, so that many pairs are re-timed in parallel.
+    /// When to look at a slab built or re-timed now (an offset), and the budget of kicks it
+    /// tolerates until then: its exact failure time, or a fuzzy schedule.
+    fn schedule_slab(
+        &self,
+        slab: &Slab,
+        x: &[DVec3; 4],
+        v: &[DVec3; 4],
+        a_count: usize,
+    ) -> (f64, ClosingBudget) {
+        match self.quality_loss {
+            Some(ql) => fuzzy_schedule(slab, x, v, a_count, ql),
+            None => (failure_time(slab, x, v, a_count), NO_BUDGET),
+        }
+    }
+
+    /// Pair `id`'s slab advanced to `t` and its next look under the velocities at `t`; `None`
+    /// for a pair with no slab, or whose vertices all stayed within the slab's fuzzy-trajectory
+    /// budget (its time stands). Pure, so that many pairs are re-timed in parallel.
     fn retime(&self, id: u32, state: &VertexState, t: f64) -> Option<Retimed> {
         let i = id as usize;
         let mut slab = self.pairs.slab[i]?;
+        let a = self.a_count(id);
+        if self.quality_loss.is_some() {
+            let v = self.pairs.verts[i].map(|v| state.v[v as usize]);
+            if within_budget(&slab, &v, a, &self.pairs.budget[i]) {
+                return None;
+            }
+        }
         slab.point += (t - self.pairs.slab_time[i]) * slab.velocity;
         let (x, v) = self.kinematics(id, state, t);
-        let a = self.a_count(id);
         let breach = self.auditing && !holds(&slab, &x, &v, a, 0.0);
+        let (dt, budget) = self.schedule_slab(&slab, &x, &v, a);
         Some(Retimed {
             slab,
-            when: t + failure_time(&slab, &x, &v, a),
+            when: t + dt,
+            budget,
             breach,
         })
     }
@@ -392,9 +433,16 @@ impl Contact {
         let mut updates = std::mem::take(&mut self.updates);
         updates.clear();
         for (&id, r) in ids.iter().zip(&retimed) {
-            let Some(Retimed { slab, when, breach }) = *r else {
+            let Some(Retimed {
+                slab,
+                when,
+                budget,
+                breach,
+            }) = *r
+            else {
                 continue;
             };
+            self.stats.retimes += 1;
             let i = id as usize;
             if breach && self.breach.is_none() {
                 let due = queue
@@ -409,6 +457,7 @@ impl Contact {
             }
             self.pairs.slab[i] = Some(slab);
             self.pairs.slab_time[i] = t;
+            self.pairs.budget[i] = budget;
             if when.is_finite() {
                 updates.push((self.pairs.cert[i], when));
             } else {
@@ -852,6 +901,7 @@ impl Contact {
 struct Retimed {
     slab: Slab,
     when: f64,
+    budget: ClosingBudget,
     breach: bool,
 }
 

@@ -43,15 +43,26 @@ pub struct Slab {
 fn conditions(slab: &Slab, x: &[DVec3; 4], v: &[DVec3; 4], a_count: usize) -> ([f64; 4], [f64; 4]) {
     let n = slab.normal;
     let mn = slab.point.dot(n);
-    let wn = slab.velocity.dot(n);
     let mut s = [0.0; 4];
-    let mut k = [0.0; 4];
     for i in 0..4 {
         let sigma = if i < a_count { -1.0 } else { 1.0 };
         s[i] = sigma * (x[i].dot(n) - mn) - slab.half_gap;
+    }
+    (s, closing_rates(slab, v, a_count))
+}
+
+/// The closing rates `k_i` of [`conditions`] alone: how fast each vertex approaches its side's
+/// boundary of the moving slab (negative: it recedes).
+#[inline(always)]
+fn closing_rates(slab: &Slab, v: &[DVec3; 4], a_count: usize) -> [f64; 4] {
+    let n = slab.normal;
+    let wn = slab.velocity.dot(n);
+    let mut k = [0.0; 4];
+    for i in 0..4 {
+        let sigma = if i < a_count { -1.0 } else { 1.0 };
         k[i] = sigma * (wn - v[i].dot(n));
     }
-    (s, k)
+    k
 }
 
 /// Builds the slab for the pair at time `t0` (positions `x`, velocities `v`; `a_count` vertices
@@ -136,6 +147,50 @@ pub fn failure_time(slab: &Slab, x: &[DVec3; 4], v: &[DVec3; 4], a_count: usize)
 pub fn holds(slab: &Slab, x: &[DVec3; 4], v: &[DVec3; 4], a_count: usize, dt: f64) -> bool {
     let (s, k) = conditions(slab, x, v, a_count);
     (0..4).all(|i| s[i] - dt * k[i] >= 0.0)
+}
+
+/// A fuzzy trajectory's allowance (thesis §8.2, "vague trajectories"): for each of the slab's
+/// four vertices, the largest rate at which it may close on its side's boundary. While every
+/// vertex closes no faster than its budget, the slab holds until the time it was scheduled for,
+/// whatever kicks the vertices receive on the way, so those kicks need no re-timing.
+pub type ClosingBudget = [f64; 4];
+
+/// A budget that no velocity fits: the slab must be re-timed at the next kick.
+pub const NO_BUDGET: ClosingBudget = [f64::NEG_INFINITY; 4];
+
+/// Schedules a slab on fuzzy trajectories with quality loss `quality_loss` in `[0, 1)`
+/// (thesis §8.2): the scheduled offset is `(1 - QL) * failure_time` and each vertex's closing
+/// budget is the largest constant closing rate that keeps its condition until then,
+/// `s_i / dt_scheduled`. `QL = 0` schedules at the exact failure time, where the vertex that
+/// sets it has no room left; larger `QL` looks earlier and tolerates larger kicks. A slab
+/// that never fails gets budgets of 0: any velocity that does not close on the slab keeps it.
+///
+/// Returns the scheduled offset and the budget; a slab failing at once gets [`NO_BUDGET`].
+#[inline]
+pub fn fuzzy_schedule(
+    slab: &Slab,
+    x: &[DVec3; 4],
+    v: &[DVec3; 4],
+    a_count: usize,
+    quality_loss: f64,
+) -> (f64, ClosingBudget) {
+    let dt = failure_time(slab, x, v, a_count);
+    if dt <= 0.0 || dt.is_nan() {
+        return (0.0, NO_BUDGET);
+    }
+    // `dt > 0` means every slack is finite and >= 0. Shading each budget down by four
+    // roundings keeps `dt_scheduled * budget_i <= s_i` despite the division's rounding.
+    const SHADE: f64 = 1.0 - 4.0 * f64::EPSILON;
+    let scheduled = (1.0 - quality_loss) * dt;
+    let (s, _) = conditions(slab, x, v, a_count);
+    (scheduled, s.map(|si| si / scheduled * SHADE))
+}
+
+/// Whether velocities `v` keep every vertex within its closing `budget` (NaN: no).
+#[inline]
+pub fn within_budget(slab: &Slab, v: &[DVec3; 4], a_count: usize, budget: &ClosingBudget) -> bool {
+    let k = closing_rates(slab, v, a_count);
+    (0..4).all(|i| k[i] <= budget[i])
 }
 
 #[cfg(test)]
@@ -263,6 +318,113 @@ mod tests {
             let d = dist(&x, a_count);
             prop_assert!(build_slab(&x, &vs.map(v3), a_count, d * frac + 1e-300).is_none());
         }
+    }
+
+    /// Velocities `v` moved along the slab normal where needed so that every vertex closes no
+    /// faster than `budget` allows (a kick the fuzzy trajectory absorbs).
+    fn clamp_to_budget(
+        slab: &Slab,
+        v: [DVec3; 4],
+        a_count: usize,
+        budget: &ClosingBudget,
+    ) -> [DVec3; 4] {
+        let n = slab.normal;
+        let k = closing_rates(slab, &v, a_count);
+        let mut out = v;
+        for i in 0..4 {
+            if k[i] > budget[i] {
+                // k_i = sigma (w.n - v_i.n): lower it by moving v_i along sigma n.
+                let sigma = if i < a_count { -1.0 } else { 1.0 };
+                out[i] += sigma * (k[i] - budget[i]) * (1.0 + 1e-6) * n;
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// Any piecewise-constant velocities inside the budget keep the pair `eta` apart until
+        /// the scheduled time (thesis §8.2: the cone of trajectories needs no rescheduling).
+        #[test]
+        fn fuzzy_budget_keeps_the_pair_apart_until_the_scheduled_time(
+            xs in pts(1.0), vs in pts(1.0), off in prop::array::uniform3(-3.0f64..3.0),
+            a_count in 1usize..3, frac in 0.05f64..0.99, ql in 0.0f64..0.95,
+            kicks in prop::collection::vec((pts(2.0), 0.0f64..1.0), 1..6),
+        ) {
+            let x = config(xs, off, a_count);
+            let v = vs.map(v3);
+            let d = dist(&x, a_count);
+            prop_assume!(d > 1e-3);
+            let eta = d * frac;
+            let slab = build_slab(&x, &v, a_count, eta).unwrap();
+            let (scheduled, budget) = fuzzy_schedule(&slab, &x, &v, a_count, ql);
+            let exact = failure_time(&slab, &x, &v, a_count);
+            prop_assert!(scheduled <= exact);
+            let horizon = scheduled.min(10.0);
+            // Kicked at random fractions of the horizon, each kick clamped into the budget.
+            let mut times: Vec<f64> = kicks.iter().map(|(_, f)| f * horizon).collect();
+            times.sort_by(f64::total_cmp);
+            let (mut p, mut vel, mut now) = (x, v, 0.0);
+            for (j, ((dv, _), &at_time)) in kicks.iter().zip(&times).enumerate() {
+                for step in 0..=20 {
+                    let dt = (at_time - now) * step as f64 / 20.0;
+                    let dj = dist(&at(&p, &vel, dt), a_count);
+                    prop_assert!(dj >= eta * (1.0 - 1e-9), "segment {j}: {dj} < {eta}");
+                }
+                p = at(&p, &vel, at_time - now);
+                now = at_time;
+                let kicked = [0, 1, 2, 3].map(|i| vel[i] + v3(dv[i]));
+                vel = clamp_to_budget(&slab, kicked, a_count, &budget);
+                prop_assert!(within_budget(&slab, &vel, a_count, &budget));
+            }
+            for step in 0..=40 {
+                let dt = (horizon - now) * step as f64 / 40.0;
+                let dj = dist(&at(&p, &vel, dt), a_count);
+                prop_assert!(dj >= eta * (1.0 - 1e-9), "last segment: {dj} < {eta}");
+            }
+        }
+    }
+
+    #[test]
+    fn quality_loss_trades_an_earlier_look_for_a_wider_budget() {
+        let x = [DVec3::new(0.2, 0.2, 1.0), DVec3::ZERO, DVec3::X, DVec3::Y];
+        let down = [
+            DVec3::new(0.0, 0.0, -1.0),
+            DVec3::ZERO,
+            DVec3::ZERO,
+            DVec3::ZERO,
+        ];
+        let slab = build_slab(&x, &down, 1, 0.5).unwrap();
+        let exact = failure_time(&slab, &x, &down, 1);
+        let (t0, b0) = fuzzy_schedule(&slab, &x, &down, 1, 0.0);
+        let (t7, b7) = fuzzy_schedule(&slab, &x, &down, 1, 0.7);
+        assert_eq!(t0, exact);
+        assert!((t7 - 0.3 * exact).abs() < 1e-15);
+        // The falling vertex closes at 0.5: no room at QL = 0, room for 1/0.3 - 1 more at 0.7.
+        let k = closing_rates(&slab, &down, 1);
+        assert!(b0[0] <= k[0] && b0[0] > k[0] * (1.0 - 1e-12));
+        assert!(within_budget(&slab, &down, 1, &b7));
+        assert!(!within_budget(&slab, &down, 1, &b0));
+        let mut faster = down;
+        faster[0].z = -2.0;
+        assert!(within_budget(&slab, &faster, 1, &b7));
+        faster[0].z = -4.0;
+        assert!(!within_budget(&slab, &faster, 1, &b7));
+        // Receding for ever: budgets of 0, which any velocity fits that does not close on the
+        // slab (moving up at 0.5 with the vertex and the triangle splitting the difference).
+        let up = down.map(|v| -v);
+        let slab = build_slab(&x, &up, 1, 0.5).unwrap();
+        let (t, b) = fuzzy_schedule(&slab, &x, &up, 1, 0.7);
+        assert_eq!((t, b), (f64::INFINITY, [0.0; 4]));
+        assert!(within_budget(&slab, &up, 1, &b));
+        assert!(within_budget(&slab, &[DVec3::Z * 0.5; 4], 1, &b));
+        assert!(!within_budget(&slab, &[DVec3::ZERO; 4], 1, &b));
+        // Failing at once, or NaN: nothing fits.
+        let mut bad = down;
+        bad[2] = DVec3::splat(f64::NAN);
+        assert_eq!(fuzzy_schedule(&slab, &x, &bad, 1, 0.7), (0.0, NO_BUDGET));
+        assert!(!within_budget(&slab, &bad, 1, &b));
     }
 
     #[test]

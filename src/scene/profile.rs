@@ -316,6 +316,8 @@ struct SpeedTable {
     super_elements: Option<bool>,
     layer_super_events: Option<bool>,
     axis_ordering: Option<bool>,
+    fuzzy_trajectories: Option<bool>,
+    quality_loss: Option<f64>,
 }
 
 /// `speed.preset` values.
@@ -337,11 +339,15 @@ impl SpeedTable {
             self.super_elements,
             self.layer_super_events,
             self.axis_ordering,
+            self.fuzzy_trajectories,
         ];
         for (name, value) in SpeedSettings::NAMES.into_iter().zip(given) {
             if let (Some(flag), Some(value)) = (speed.flag_mut(name), value) {
                 *flag = value;
             }
+        }
+        if let Some(ql) = self.quality_loss {
+            speed.quality_loss = ql;
         }
         speed
     }

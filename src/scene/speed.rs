@@ -3,7 +3,7 @@
 
 /// Which of the thesis's chapter-8 optimizations are on. None of them changes safety; the
 /// trajectory changes only where a flag's documentation says so.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SpeedSettings {
     /// Super-elements (§8.2): one event per elastic force family (stretching, bending) at the
     /// family's smallest stable clock, and one gravity event for every vertex. Off: one event
@@ -18,7 +18,19 @@ pub struct SpeedSettings {
     /// Adaptive k-DOP axis ordering (§8.1, "bounding plane ordering"): the broad phase's overlap tests try first the axis
     /// that separated last. Changes only when certificates look: frames are bit-identical.
     pub axis_ordering: bool,
+    /// Fuzzy trajectories (§8.2, "vague trajectories"): a separation slab is scheduled at
+    /// `QL * now + (1 - QL) * failure` and tolerates, until then, any kicks that keep each of
+    /// its vertices closing on it no faster than a per-vertex budget; a kick within budget
+    /// re-times nothing. Changes only when certificates look: frames are bit-identical.
+    pub fuzzy_trajectories: bool,
+    /// The quality loss `QL` in `[0, 1)` of fuzzy trajectories: larger looks at each slab
+    /// earlier and tolerates larger kicks.
+    pub quality_loss: f64,
 }
+
+/// The default quality loss: the fastest value of the sweep in `benches/README.md`
+/// (the thesis found 0.7 best on its bunny compactor, Fig. 8.3).
+pub(super) const DEFAULT_QUALITY_LOSS: f64 = 0.7;
 
 impl SpeedSettings {
     /// Every optimization on (the default).
@@ -26,6 +38,8 @@ impl SpeedSettings {
         super_elements: true,
         layer_super_events: true,
         axis_ordering: true,
+        fuzzy_trajectories: true,
+        quality_loss: DEFAULT_QUALITY_LOSS,
     };
 
     /// Every optimization off: the unoptimized engine the table of `benches/README.md` starts
@@ -34,10 +48,17 @@ impl SpeedSettings {
         super_elements: false,
         layer_super_events: false,
         axis_ordering: false,
+        fuzzy_trajectories: false,
+        quality_loss: DEFAULT_QUALITY_LOSS,
     };
 
     /// The switch names, in the order the table of `benches/README.md` turns them on.
-    pub const NAMES: [&'static str; 3] = ["super_elements", "layer_super_events", "axis_ordering"];
+    pub const NAMES: [&'static str; 4] = [
+        "super_elements",
+        "layer_super_events",
+        "axis_ordering",
+        "fuzzy_trajectories",
+    ];
 
     /// The flag called `name` (one of [`NAMES`](Self::NAMES)).
     pub fn flag_mut(&mut self, name: &str) -> Option<&mut bool> {
@@ -45,6 +66,7 @@ impl SpeedSettings {
             "super_elements" => Some(&mut self.super_elements),
             "layer_super_events" => Some(&mut self.layer_super_events),
             "axis_ordering" => Some(&mut self.axis_ordering),
+            "fuzzy_trajectories" => Some(&mut self.fuzzy_trajectories),
             _ => None,
         }
     }
@@ -70,5 +92,6 @@ mod tests {
         }
         let mut all = SpeedSettings::ALL;
         assert!(all.flag_mut("fuzzy").is_none());
+        assert!(all.flag_mut("quality_loss").is_none());
     }
 }

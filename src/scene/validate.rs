@@ -24,6 +24,13 @@ pub(super) fn scene(s: &Scene) -> Result {
         ));
     }
     finite_vec(s.gravity, "scene.gravity")?;
+    let ql = s.speed.quality_loss;
+    if !(0.0..1.0).contains(&ql) {
+        return Err(SceneError::new(
+            "speed.quality_loss",
+            format!("must lie in [0, 1) (1 would never let time advance), got {ql}"),
+        ));
+    }
     objects(s)?;
     for (i, set) in s.fixed.iter().enumerate() {
         vertex_set(s, set, &format!("fixed[{i}]"))?;
