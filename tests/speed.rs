@@ -282,3 +282,41 @@ fn a_quality_loss_outside_zero_to_one_is_rejected() {
     assert_eq!(ok.quality_loss, 0.25);
     assert!(ok.fuzzy_trajectories);
 }
+
+#[test]
+fn clock_bins_tick_the_compactor_blob_less_often_and_gravity_at_the_median_step() {
+    // The lumpy blob's hinge clocks span 17x: one super-element at the smallest clock ticks
+    // every hinge 17x too often at worst, power-of-two bins at most 2x.
+    let scene = profile::load(&common::profiles_dir().join("bunny_compactor.toml"), &[]).unwrap();
+    let build = |clock_bins: bool| {
+        let mut scene = scene.clone();
+        scene.speed.clock_bins = clock_bins;
+        Simulation::new(&scene).unwrap()
+    };
+    let (binned, single) = (build(true), build(false));
+    let ticks_per_second = |sim: &Simulation| {
+        let bins = &sim.hinges().bins;
+        bins.iter()
+            .map(|b| b.elements.len() as f64 / b.clock)
+            .sum::<f64>()
+    };
+    assert_eq!(single.hinges().bins.len(), 1);
+    assert!(binned.hinges().bins.len() >= 3);
+    let ratio = ticks_per_second(&binned) / ticks_per_second(&single);
+    assert!(ratio < 0.5, "hinge ticks per second: {ratio} of unbinned");
+    let (clocks, single_clocks) = (&binned.stats().clocks, &single.stats().clocks);
+    assert_eq!(single_clocks.gravity, single_clocks.external);
+    assert!(clocks.gravity >= 2.0 * clocks.bending.unwrap().min);
+    // Every element ticks at least as often as its own stable clock asks.
+    let (springs, hinges) = (binned.springs(), binned.hinges());
+    for (bins, clocks) in [
+        (&springs.bins, &springs.clocks),
+        (&hinges.bins, &hinges.clocks),
+    ] {
+        for bin in bins {
+            assert!(bin.elements.clone().all(|e| bin.clock <= clocks[e]));
+        }
+    }
+    let sim = run_audited(&scene, SpeedSettings::ALL, 0.01);
+    assert!(sim.stats().events.bending > sim.stats().events.gravity);
+}

@@ -156,8 +156,10 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             integ.safety,
         )
     });
-    let springs = SpringFamily::new(springs, spring_clocks, &state.x, state.len());
-    let hinges = HingeFamily::new(hinges, hinge_clocks, &state.x, state.len());
+    let super_elements = scene.speed.super_elements;
+    let binned = super_elements && scene.speed.clock_bins;
+    let springs = SpringFamily::new(springs, spring_clocks, &state.x, state.len(), binned);
+    let hinges = HingeFamily::new(hinges, hinge_clocks, &state.x, state.len(), binned);
 
     let elastic_min = [springs.min_clock(), hinges.min_clock()]
         .into_iter()
@@ -180,13 +182,12 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             tick: 0,
         })
     };
-    let super_elements = scene.speed.super_elements;
     if super_elements {
-        if let Some(h) = springs.min_clock() {
-            push_force(ForceTarget::AllSprings, h);
+        for (b, bin) in springs.bins.iter().enumerate() {
+            push_force(ForceTarget::Springs(b as u8), bin.clock);
         }
-        if let Some(h) = hinges.min_clock() {
-            push_force(ForceTarget::AllHinges, h);
+        for (b, bin) in hinges.bins.iter().enumerate() {
+            push_force(ForceTarget::Hinges(b as u8), bin.clock);
         }
     } else {
         for (e, &h) in springs.clocks.iter().enumerate() {
@@ -197,12 +198,17 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
         }
     }
     let free_vertices = state.inv_mass.iter().filter(|&&w| w > 0.0).count();
+    let gravity_clock = if binned {
+        median_elastic_step(&springs, &hinges, &state).unwrap_or(external_clock)
+    } else {
+        external_clock
+    };
     if scene.gravity != DVec3::ZERO && free_vertices > 0 {
         if super_elements {
-            push_force(ForceTarget::Gravity, external_clock);
+            push_force(ForceTarget::Gravity, gravity_clock);
         } else {
             for v in (0..state.len()).filter(|&v| state.inv_mass[v] > 0.0) {
-                push_force(ForceTarget::VertexGravity(v as u32), external_clock);
+                push_force(ForceTarget::VertexGravity(v as u32), gravity_clock);
             }
         }
     }
@@ -278,6 +284,7 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             stretching: ClockRange::of(&springs.clocks),
             bending: ClockRange::of(&hinges.clocks),
             external: external_clock,
+            gravity: gravity_clock,
         },
         ..Stats::default()
     };
@@ -341,4 +348,36 @@ fn too_close(close: &TooClose, objects: &[ObjectRange], scene: &Scene) -> SceneE
             close.distance, scene.contact.eta1
         ),
     )
+}
+
+/// The median over free vertices of each vertex's elastic step (the finest clock bin among the
+/// elements that touch it): gravity's clock when elastic clocks are binned. Gravity is a linear
+/// potential, stable at any clock (DESIGN §4); sampling it as finely as the typical vertex
+/// already moves keeps its error at the elastic discretisation's, while the stiffest few
+/// elements no longer make every vertex take their clock. A power-of-two bin clock, so its
+/// ticks fall on those of the bins at and below it. `None` when no elastic element moves a free
+/// vertex.
+fn median_elastic_step(
+    springs: &SpringFamily,
+    hinges: &HingeFamily,
+    state: &VertexState,
+) -> Option<f64> {
+    let mut step = vec![f64::INFINITY; state.len()];
+    let mut lower = |vertices: &[u32], h: f64| {
+        for &v in vertices {
+            step[v as usize] = step[v as usize].min(h);
+        }
+    };
+    for bin in &springs.bins {
+        lower(&bin.vertices, bin.clock);
+    }
+    for bin in &hinges.bins {
+        lower(&bin.vertices, bin.clock);
+    }
+    let mut free: Vec<f64> = (0..state.len())
+        .filter(|&v| state.inv_mass[v] > 0.0 && step[v].is_finite())
+        .map(|v| step[v])
+        .collect();
+    free.sort_by(f64::total_cmp);
+    free.get(free.len() / 2).copied()
 }

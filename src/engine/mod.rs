@@ -45,12 +45,12 @@ pub struct ObjectRange {
 /// What a force event updates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ForceTarget {
-    /// All springs (a super-element).
-    AllSprings,
+    /// The springs of one clock bin (a super-element).
+    Springs(u8),
     /// One spring.
     Spring(u32),
-    /// All hinges (a super-element).
-    AllHinges,
+    /// The hinges of one clock bin (a super-element).
+    Hinges(u8),
     /// One hinge.
     Hinge(u32),
     /// Gravity on every free vertex (a super-element).
@@ -397,9 +397,9 @@ impl Simulation {
         for f in &self.forces {
             let h = f.clock;
             match f.target {
-                ForceTarget::AllSprings => springs.ends.iter().for_each(|e| lower(out, e, h)),
+                ForceTarget::Springs(b) => lower(out, &self.springs.bins[b as usize].vertices, h),
                 ForceTarget::Spring(e) => lower(out, &springs.ends[e as usize], h),
-                ForceTarget::AllHinges => hinges.verts.iter().for_each(|v| lower(out, v, h)),
+                ForceTarget::Hinges(b) => lower(out, &self.hinges.bins[b as usize].vertices, h),
                 ForceTarget::Hinge(e) => lower(out, &hinges.verts[e as usize], h),
                 ForceTarget::Gravity => out.iter_mut().for_each(|s| *s = s.min(h)),
                 ForceTarget::VertexGravity(v) => lower(out, &[v], h),
@@ -554,20 +554,16 @@ impl Simulation {
         let ForceEvent { target, clock, .. } = self.forces[index];
         let counts = &mut self.stats.events;
         match target {
-            ForceTarget::AllSprings => {
-                self.state.positions_at(t, &mut self.scratch);
-                self.springs
-                    .tick_all(t, clock, &self.scratch, &mut self.state);
+            ForceTarget::Springs(b) => {
+                self.springs.tick_bin(b as usize, t, clock, &mut self.state);
                 counts.stretching += 1;
             }
             ForceTarget::Spring(e) => {
                 self.springs.tick_one(e as usize, t, clock, &mut self.state);
                 counts.stretching += 1;
             }
-            ForceTarget::AllHinges => {
-                self.state.positions_at(t, &mut self.scratch);
-                self.hinges
-                    .tick_all(t, clock, &self.scratch, &mut self.state);
+            ForceTarget::Hinges(b) => {
+                self.hinges.tick_bin(b as usize, t, clock, &mut self.state);
                 counts.bending += 1;
             }
             ForceTarget::Hinge(e) => {
@@ -612,10 +608,20 @@ impl Simulation {
                 contact.after_kick(vertices, state, t, events, queue);
             }
             ForceTarget::VertexGravity(v) => contact.after_kick(&[v], state, t, events, queue),
-            ForceTarget::AllSprings
-            | ForceTarget::AllHinges
-            | ForceTarget::Gravity
-            | ForceTarget::Drag => self.pending_global_kick = true,
+            ForceTarget::Springs(b) | ForceTarget::Hinges(b) => {
+                let bins = match target {
+                    ForceTarget::Springs(_) => &self.springs.bins,
+                    _ => &self.hinges.bins,
+                };
+                let bin = &bins[b as usize];
+                // A bin touching most vertices re-times everything once, like gravity.
+                if bin.is_dense() {
+                    self.pending_global_kick = true;
+                } else {
+                    contact.after_kick(&bin.vertices, state, t, events, queue);
+                }
+            }
+            ForceTarget::Gravity | ForceTarget::Drag => self.pending_global_kick = true,
         }
     }
 

@@ -62,8 +62,11 @@ pub struct Clocks {
     pub stretching: Option<ClockRange>,
     /// Bending element clocks.
     pub bending: Option<ClockRange>,
-    /// The clock of gravity and prescribed forces.
+    /// The clock of prescribed forces and drag (the elastic minimum, or a pace per frame),
+    /// and the synchronous baseline's default step.
     pub external: f64,
+    /// Gravity's clock: `external`, or with `speed.clock_bins` the median vertex's elastic step.
+    pub gravity: f64,
 }
 
 /// Size of the simulated model.

@@ -1,4 +1,13 @@
 //! A family of elastic elements ticked as AVI force events.
+//!
+//! As super-elements (thesis §8.2: "events running with roughly the same clock are combined"),
+//! a family's elements are grouped into [`ClockBin`]s: either one bin for the whole family at its
+//! smallest clock, or power-of-two bins, each ticking every element whose stable clock lies in
+//! `[h_min 2^b, h_min 2^(b+1))` at `h_min 2^b`. Binned, an element ticks at most twice as often as
+//! its own clock asks instead of as often as the family's stiffest element, and the bins' clocks
+//! nest, so coarser bins tick at times the finer ones also tick.
+
+use std::ops::Range;
 
 use glam::DVec3;
 use rayon::prelude::*;
@@ -23,6 +32,10 @@ pub trait ElementKernel<const N: usize>: Sync {
     }
     /// The vertices of element `e`, in the order the kernel expects.
     fn stencil(&self, e: usize) -> [u32; N];
+    /// The same elements in a new order: element `i` of the result is element `order[i]`.
+    fn permuted(&self, order: &[u32]) -> Self
+    where
+        Self: Sized;
     /// Impulses of one tick of length `h` for element `e` at positions `p`, given the damping
     /// memory `memory` (the element's length or angle at its previous tick). Returns the impulses
     /// and the new memory value.
@@ -55,13 +68,36 @@ pub trait ElementKernel<const N: usize>: Sync {
     }
 }
 
+/// Binned families have at most this many bins; elements slower than the last bin's clock tick
+/// at it (2^15 times the family's smallest clock).
+const MAX_BINS: usize = 16;
+
+/// Elements ticked together as one super-element event: a contiguous range of the family's
+/// elements (the family is sorted by bin), their clock, and the map from each vertex they touch
+/// to the impulse slots to sum for it.
+#[derive(Debug)]
+pub struct ClockBin {
+    /// The clock every element of the bin ticks at: no larger than any member's stable clock.
+    pub clock: f64,
+    /// The family's elements `elements.start .. elements.end`.
+    pub elements: Range<usize>,
+    /// The vertices the elements touch, ascending.
+    pub vertices: Vec<u32>,
+    /// The flat impulse slots `e * N + k` to sum for each vertex, ascending, so each vertex's
+    /// sum has the same order on any number of threads: row `v` for vertex `v` when `dense`,
+    /// otherwise row `r` for `vertices[r]`.
+    gather: Csr,
+    /// Whether `gather` has a row for every vertex of the simulation (bins touching at least
+    /// half of them), so that the kick runs as one parallel pass over all vertices.
+    dense: bool,
+}
+
 /// A table of elements plus everything needed to tick it: damping memory, per-element stable
-/// clocks, and the vertex -> element-slot map used to sum impulses in a fixed order.
+/// clocks, and the clock bins that tick them as super-elements.
 ///
-/// Layout: `memory` and `clocks` are parallel to the kernel's element arrays. `impulses` is scratch
-/// holding `N` impulses per element (flattened, element-major) between the parallel compute pass
-/// and the per-vertex gather pass; `gather` lists, for every vertex, the flat slots `e * N + k` that
-/// touch it in increasing order, so each vertex's sum has the same order on any number of threads.
+/// Layout: `memory` and `clocks` are parallel to the kernel's element arrays, sorted by bin.
+/// `impulses` is scratch holding `N` impulses per element (flattened, element-major) between a
+/// bin's parallel compute pass and its per-vertex gather pass.
 #[derive(Debug)]
 pub struct ElementFamily<const N: usize, K> {
     /// The element parameters and physics.
@@ -70,29 +106,63 @@ pub struct ElementFamily<const N: usize, K> {
     pub memory: Vec<f64>,
     /// Per element: the largest stable clock.
     pub clocks: Vec<f64>,
-    gather: Csr,
+    /// The super-element events, finest clock first.
+    pub bins: Vec<ClockBin>,
     impulses: Vec<DVec3>,
 }
 
 impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     /// Builds a family over `kernel` for `vertex_count` vertices, with damping memory initialised
     /// from `positions` (so the first tick has no damping) and the given per-element clocks.
-    pub fn new(kernel: K, clocks: Vec<f64>, positions: &[DVec3], vertex_count: usize) -> Self {
+    ///
+    /// `binned`: power-of-two clock bins (the elements are re-ordered by bin, stably); otherwise
+    /// one bin at the smallest clock, in the given order.
+    pub fn new(
+        kernel: K,
+        clocks: Vec<f64>,
+        positions: &[DVec3],
+        vertex_count: usize,
+        binned: bool,
+    ) -> Self {
         debug_assert_eq!(clocks.len(), kernel.len());
+        let min = clocks.iter().copied().fold(f64::INFINITY, f64::min);
+        let bin_of = |h: f64| {
+            if binned {
+                ((h / min).log2().floor().max(0.0) as usize).min(MAX_BINS - 1)
+            } else {
+                0
+            }
+        };
+        let mut order: Vec<u32> = (0..kernel.len() as u32).collect();
+        order.sort_by_key(|&e| bin_of(clocks[e as usize]));
+        let (kernel, clocks) = if order.windows(2).all(|w| w[0] < w[1]) {
+            (kernel, clocks)
+        } else {
+            let clocks = order.iter().map(|&e| clocks[e as usize]).collect();
+            (kernel.permuted(&order), clocks)
+        };
         let memory = (0..kernel.len())
             .map(|e| kernel.memory_at(e, gather_positions(positions, kernel.stencil(e))))
             .collect();
-        let pairs = (0..kernel.len()).flat_map(|e| {
-            let stencil = kernel.stencil(e);
-            (0..N).map(move |k| (stencil[k], (e * N + k) as u32))
-        });
-        let gather = Csr::from_pairs(vertex_count, pairs);
+        let mut bins = Vec::new();
+        let mut start = 0;
+        while start < clocks.len() {
+            let b = bin_of(clocks[start]);
+            let end = start + clocks[start..].partition_point(|&h| bin_of(h) == b);
+            let clock = if binned {
+                min * (1u64 << b) as f64
+            } else {
+                min
+            };
+            bins.push(ClockBin::new(&kernel, start..end, clock, vertex_count));
+            start = end;
+        }
         let impulses = vec![DVec3::ZERO; kernel.len() * N];
         Self {
             kernel,
             memory,
             clocks,
-            gather,
+            bins,
             impulses,
         }
     }
@@ -107,38 +177,56 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         self.kernel.is_empty()
     }
 
-    /// The smallest element clock (the super-element clock), or `None` for an empty family.
+    /// The smallest element clock, or `None` for an empty family.
     pub fn min_clock(&self) -> Option<f64> {
         self.clocks.iter().copied().reduce(f64::min)
     }
 
-    /// Ticks every element at time `t` with clock `h` (one super-element event).
+    /// Ticks every element of bin `b` at time `t` with clock `h` (one super-element event).
     ///
-    /// `positions` must hold every vertex's position at `t`. Impulses are computed in parallel per
-    /// element, then summed per vertex in slot order and applied; a vertex whose velocity does not
-    /// change is not written.
-    pub fn tick_all(&mut self, t: f64, h: f64, positions: &[DVec3], state: &mut VertexState) {
+    /// Impulses are computed in parallel per element from the positions at `t`, then summed per
+    /// vertex in slot order and applied; a vertex whose velocity does not change is not written.
+    pub fn tick_bin(&mut self, b: usize, t: f64, h: f64, state: &mut VertexState) {
+        let bin = &self.bins[b];
+        let range = bin.elements.clone();
         let kernel = &self.kernel;
-        self.impulses
+        let positions = &*state;
+        self.impulses[range.start * N..range.end * N]
             .par_chunks_mut(N)
-            .zip(self.memory.par_iter_mut())
+            .zip(self.memory[range.clone()].par_iter_mut())
             .enumerate()
             .with_min_len(PAR_MIN_LEN)
-            .for_each(|(e, (out, memory))| {
-                let p = gather_positions(positions, kernel.stencil(e));
+            .for_each(|(i, (out, memory))| {
+                let e = range.start + i;
+                let p = kernel
+                    .stencil(e)
+                    .map(|v| positions.position_at(v as usize, t));
                 let (impulse, next) = kernel.tick(e, p, *memory, h);
                 out.copy_from_slice(&impulse);
                 *memory = next;
             });
-        let gather = &self.gather;
-        let impulses = &self.impulses;
-        state.kick_all(t, |i, inv_mass| {
-            let sum = gather
-                .row(i)
+        let (gather, impulses) = (&bin.gather, &self.impulses);
+        let sum = |r: usize| {
+            gather
+                .row(r)
                 .iter()
-                .fold(DVec3::ZERO, |acc, &s| acc + impulses[s as usize]);
-            inv_mass * sum
-        });
+                .fold(DVec3::ZERO, |acc, &s| acc + impulses[s as usize])
+        };
+        if bin.dense {
+            state.kick_all(t, |i, inv_mass| inv_mass * sum(i));
+        } else {
+            for (r, &v) in bin.vertices.iter().enumerate() {
+                state.apply_impulse(v as usize, t, sum(r));
+            }
+        }
+    }
+
+    /// Ticks every element at time `t` with clock `h`, bin after bin (the synchronous
+    /// baseline's step).
+    pub fn tick_all(&mut self, t: f64, h: f64, state: &mut VertexState) {
+        for b in 0..self.bins.len() {
+            self.tick_bin(b, t, h, state);
+        }
     }
 
     /// Ticks the single element `e` at time `t` with clock `h` (one classic AVI event).
@@ -168,8 +256,151 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     }
 }
 
+impl ClockBin {
+    /// Whether the bin touches at least half of the simulation's vertices (its kick is one
+    /// parallel pass over all of them, and contact re-times every certificate after it).
+    pub fn is_dense(&self) -> bool {
+        self.dense
+    }
+
+    /// The bin of `kernel`'s elements `elements`, ticking at `clock`.
+    fn new<const N: usize, K: ElementKernel<N>>(
+        kernel: &K,
+        elements: Range<usize>,
+        clock: f64,
+        vertex_count: usize,
+    ) -> Self {
+        let mut row_of = vec![u32::MAX; vertex_count];
+        let mut vertices: Vec<u32> = elements
+            .clone()
+            .flat_map(|e| kernel.stencil(e))
+            .filter(|&v| std::mem::replace(&mut row_of[v as usize], 0) == u32::MAX)
+            .collect();
+        vertices.sort_unstable();
+        let dense = 2 * vertices.len() >= vertex_count;
+        let rows = if dense { vertex_count } else { vertices.len() };
+        for (r, &v) in vertices.iter().enumerate() {
+            row_of[v as usize] = if dense { v } else { r as u32 };
+        }
+        let pairs = elements.clone().flat_map(|e| {
+            let stencil = kernel.stencil(e);
+            let row_of = &row_of;
+            (0..N).map(move |k| (row_of[stencil[k] as usize], (e * N + k) as u32))
+        });
+        let gather = Csr::from_pairs(rows, pairs);
+        Self {
+            clock,
+            elements,
+            vertices,
+            gather,
+            dense,
+        }
+    }
+}
+
+/// `values` in a new order: item `i` of the result is `values[order[i]]` (for
+/// [`ElementKernel::permuted`]).
+pub(super) fn permute<T: Copy>(values: &[T], order: &[u32]) -> Vec<T> {
+    order.iter().map(|&i| values[i as usize]).collect()
+}
+
 /// Reads the positions of a stencil.
 #[inline]
 fn gather_positions<const N: usize>(positions: &[DVec3], stencil: [u32; N]) -> [DVec3; N] {
     stencil.map(|i| positions[i as usize])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::forces::{SpringFamily, SpringKernel};
+    use crate::state::VertexKind;
+
+    /// A chain of `n` springs whose rest lengths grow geometrically, so their clocks span
+    /// several powers of two; the masses are equal.
+    fn chain(n: usize) -> (SpringKernel, Vec<f64>, VertexState) {
+        let mut x = vec![DVec3::ZERO];
+        for i in 0..n {
+            let last = x[i];
+            x.push(last + DVec3::new(2f64.powi(i as i32 % 11), 0.1 * i as f64, 0.0));
+        }
+        let mut kernel = SpringKernel::default();
+        for i in 0..n as u32 {
+            // Springs listed out of clock order, so that binning re-orders them.
+            let e = (i * 7) % n as u32;
+            kernel.push(e, e + 1, &x, 100.0, 0.5);
+        }
+        let m = x.len();
+        let state = VertexState {
+            x: x.iter().map(|p| *p * 1.01).collect(),
+            t: vec![0.0; m],
+            v: vec![DVec3::ZERO; m],
+            mass: vec![1.0; m],
+            inv_mass: vec![1.0; m],
+            kind: vec![VertexKind::Free; m],
+        };
+        let clocks = kernel.stable_clocks(&state.inv_mass, 0.5);
+        (kernel, clocks, state)
+    }
+
+    #[test]
+    fn clock_bins_partition_the_elements_at_powers_of_two_no_slower_than_each_clock() {
+        let (kernel, clocks, state) = chain(40);
+        let min = clocks.iter().copied().fold(f64::INFINITY, f64::min);
+        let family = SpringFamily::new(kernel.clone(), clocks.clone(), &state.x, state.len(), true);
+        assert!(family.bins.len() >= 3, "{} bins", family.bins.len());
+        let mut seen = vec![false; kernel.len()];
+        let mut next = 0;
+        for (b, bin) in family.bins.iter().enumerate() {
+            assert_eq!(bin.elements.start, next, "bins are contiguous");
+            next = bin.elements.end;
+            assert!(b == 0 || bin.clock > family.bins[b - 1].clock);
+            assert_eq!((bin.clock / min).log2().fract(), 0.0, "a power of two");
+            let mut touched = Vec::new();
+            for e in bin.elements.clone() {
+                let h = family.clocks[e];
+                assert!(
+                    bin.clock <= h && h < 2.0 * bin.clock,
+                    "element {e}: {h} in {}",
+                    bin.clock
+                );
+                // The element is one of the kernel's, with its own clock.
+                let original = (0..kernel.len())
+                    .find(|&o| kernel.ends[o] == family.kernel.ends[e])
+                    .unwrap();
+                assert!(!std::mem::replace(&mut seen[original], true));
+                assert_eq!(clocks[original], h);
+                touched.extend(family.kernel.ends[e]);
+            }
+            touched.sort_unstable();
+            touched.dedup();
+            assert_eq!(bin.vertices, touched);
+        }
+        assert_eq!(next, kernel.len());
+        assert!(seen.iter().all(|&s| s));
+        // Unbinned: one bin at the smallest clock, the order kept.
+        let single = SpringFamily::new(kernel.clone(), clocks, &state.x, state.len(), false);
+        assert_eq!(single.bins.len(), 1);
+        assert_eq!(single.bins[0].clock, min);
+        assert_eq!(single.kernel.ends, kernel.ends);
+    }
+
+    #[test]
+    fn ticking_every_bin_at_once_gives_the_unbinned_impulses_up_to_rounding() {
+        let (kernel, clocks, state) = chain(40);
+        let mut binned =
+            SpringFamily::new(kernel.clone(), clocks.clone(), &state.x, state.len(), true);
+        let mut single = SpringFamily::new(kernel, clocks, &state.x, state.len(), false);
+        let (mut a, mut b) = (state.clone(), state);
+        binned.tick_all(0.0, 1e-3, &mut a);
+        single.tick_all(0.0, 1e-3, &mut b);
+        let scale = b.v.iter().map(|v| v.length()).fold(0.0, f64::max);
+        assert!(scale > 0.0);
+        for (i, (va, vb)) in a.v.iter().zip(&b.v).enumerate() {
+            assert!(
+                (*va - *vb).length() <= 1e-12 * scale,
+                "vertex {i}: {va} vs {vb}"
+            );
+        }
+    }
 }

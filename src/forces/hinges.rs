@@ -3,7 +3,7 @@
 use glam::DVec3;
 
 use super::bending;
-use super::element_family::{ElementFamily, ElementKernel};
+use super::element_family::{permute, ElementFamily, ElementKernel};
 
 /// All bending hinges of a simulation, one row per interior edge (structure of arrays).
 ///
@@ -70,6 +70,16 @@ impl ElementKernel<4> for HingeKernel {
     #[inline]
     fn stencil(&self, e: usize) -> [u32; 4] {
         self.verts[e]
+    }
+
+    fn permuted(&self, order: &[u32]) -> Self {
+        Self {
+            verts: permute(&self.verts, order),
+            rest_angle: permute(&self.rest_angle, order),
+            weight: permute(&self.weight, order),
+            stiffness: permute(&self.stiffness, order),
+            damping: permute(&self.damping, order),
+        }
     }
 
     #[inline]

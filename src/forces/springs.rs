@@ -2,7 +2,7 @@
 
 use glam::DVec3;
 
-use super::element_family::{ElementFamily, ElementKernel};
+use super::element_family::{permute, ElementFamily, ElementKernel};
 use super::spring;
 
 /// All edge springs of a simulation, one row per edge (structure of arrays).
@@ -64,6 +64,15 @@ impl ElementKernel<2> for SpringKernel {
     #[inline]
     fn stencil(&self, e: usize) -> [u32; 2] {
         self.ends[e]
+    }
+
+    fn permuted(&self, order: &[u32]) -> Self {
+        Self {
+            ends: permute(&self.ends, order),
+            rest: permute(&self.rest, order),
+            stiffness: permute(&self.stiffness, order),
+            damping: permute(&self.damping, order),
+        }
     }
 
     #[inline]

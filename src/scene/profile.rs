@@ -314,6 +314,7 @@ enum OnUnresolvedName {
 struct SpeedTable {
     preset: Option<PresetName>,
     super_elements: Option<bool>,
+    clock_bins: Option<bool>,
     layer_super_events: Option<bool>,
     axis_ordering: Option<bool>,
     fuzzy_trajectories: Option<bool>,
@@ -337,6 +338,7 @@ impl SpeedTable {
         };
         let given = [
             self.super_elements,
+            self.clock_bins,
             self.layer_super_events,
             self.axis_ordering,
             self.fuzzy_trajectories,

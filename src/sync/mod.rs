@@ -244,9 +244,8 @@ impl SyncSimulation {
         let h = self.step;
         let model = self.sim.model_mut();
         let state = model.state;
-        let positions = state.x.clone();
-        model.springs.tick_all(t, h, &positions, state);
-        model.hinges.tick_all(t, h, &positions, state);
+        model.springs.tick_all(t, h, state);
+        model.hinges.tick_all(t, h, state);
         gravity_tick(state, self.gravity, t, h);
         if !model.drag.is_empty() {
             model.drag.tick(state, t);
