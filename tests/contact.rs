@@ -335,20 +335,54 @@ fn a_layer_too_stiff_to_advance_time_stops_the_run_cleanly() {
     assert_eq!(written, 3, "{written} frames written");
 }
 
+/// A particle at 10 km/s arriving at the floor at t = 1 s.
+const TEN_KM_PER_S: [&str; 3] = [
+    "object.particle.velocity=[0, -1e6, 0]",
+    "object.particle.translate=[0.3, 1e6, 0.2]",
+    "scene.gravity=[0, 0, 0]",
+];
+
 #[test]
 fn a_pair_faster_than_time_can_resolve_stops_the_run_cleanly() {
-    // 10 km/s arriving at t = 1 s: one rounding of t (2.2e-16 s) moves the particle 2.2e-10 cm,
-    // more than a layer's certified margin (1e-9 eta).
+    // With exact schedules a slab is looked at when it fails, at d = eta: one rounding of
+    // t (2.2e-16 s) moves the particle 2.2e-10 cm, more than a layer's certified margin
+    // (1e-9 eta).
+    let mut sets = TEN_KM_PER_S.to_vec();
+    sets.push("speed.fuzzy_trajectories=false");
     let written = stops_cleanly(
         "particle_floor.toml",
-        &[
-            "object.particle.velocity=[0, -1e6, 0]",
-            "object.particle.translate=[0.3, 1e6, 0.2]",
-            "scene.gravity=[0, 0, 0]",
-        ],
+        &sets,
         &["time resolution exhausted", "VertexTriangle"],
     );
     assert_eq!(written, 50, "frames up to t = 0.98 s only");
+}
+
+#[test]
+fn fuzzy_trajectories_catch_the_pair_exact_schedules_cannot_resolve() {
+    // Fuzzy schedules look at a slab before it fails (at 1 - QL of the time left), so the
+    // layer activates between 1.1 eta and eta, some 1e-8 s before the crossing: far above
+    // the time resolution at t = 1 s.
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("particle_floor.toml");
+    let mut args = vec!["run", profile.to_str().unwrap(), "--out", "f"];
+    for set in TEN_KM_PER_S {
+        args.extend(["--set", set]);
+    }
+    let out = acm(dir.path(), &args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = acm(dir.path(), &["check", "f"]);
+    assert_eq!(out.status.code(), Some(0), "the frames are clean");
+    // The particle bounced: its last momentum points up.
+    let energy = std::fs::read_to_string(dir.path().join("f/energy.csv")).unwrap();
+    let last: Vec<f64> = energy
+        .lines()
+        .last()
+        .unwrap()
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert_eq!(last[0], 2.0);
+    assert!(last[7] > 0.0, "py = {}", last[7]);
 }
 
 #[test]
