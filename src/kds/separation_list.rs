@@ -120,6 +120,11 @@ pub struct SeparationList<V> {
     near_axes: [AxisHint; 2],
 }
 
+/// Pairs per batch of the passes over many pairs (re-timing, handing over at a rebuild): big
+/// enough to keep both threads busy, small enough that the batch's scratch lists stay small
+/// next to the list itself.
+const BATCH: usize = 1 << 16;
+
 /// The O(list) part of the audit runs on every this-many calls.
 const FULL_AUDIT_EVERY: u64 = 32;
 
@@ -261,22 +266,34 @@ impl<V: Volume> SeparationList<V> {
             }
         }
         self.rebuilding = true;
-        let mut live = std::mem::take(&mut self.scratch_pairs);
-        live.clear();
-        live.extend((0..self.pairs.a.len() as u32).filter(|&p| self.pairs.live[p as usize]));
-        self.schedule_batch(&live, t);
+        // Every live pair is re-timed, then every open leaf pair hands over, in pair order; a
+        // chunk of pair ids at a time, so that no list of all pairs is held.
+        let count = self.pairs.a.len() as u32;
+        let chunks = || (0..count).step_by(BATCH).map(|p| p..(p + BATCH as u32).min(count));
+        let mut batch = std::mem::take(&mut self.scratch_pairs);
+        for ids in chunks() {
+            batch.clear();
+            batch.extend(ids.filter(|&p| self.pairs.live[p as usize]));
+            self.schedule_batch(&batch, t);
+        }
         self.process_due(t, found);
         self.rebuilding = false;
-        let open_leaf_pairs: Vec<(u32, u32)> = (0..self.pairs.a.len())
-            .filter(|&p| self.pairs.live[p] && self.pairs.open[p] && self.is_leaf_pair(p))
-            .map(|p| (self.pairs.a[p], self.pairs.b[p]))
-            .collect();
-        self.in_order(
-            &open_leaf_pairs,
-            |list, &(a, b), mut out| list.hand_over(a, b, &mut out),
-            found,
-        );
-        self.scratch_pairs = live;
+        for ids in chunks() {
+            batch.clear();
+            batch.extend(ids.filter(|&p| {
+                let i = p as usize;
+                self.pairs.live[i] && self.pairs.open[i] && self.is_leaf_pair(i)
+            }));
+            self.in_order(
+                &batch,
+                |list, &p, mut out| {
+                    let i = p as usize;
+                    list.hand_over(list.pairs.a[i], list.pairs.b[i], &mut out)
+                },
+                found,
+            );
+        }
+        self.scratch_pairs = batch;
     }
 
     /// After the velocities of `vertices` changed at `t`: refits the leaves of the vertices that
@@ -591,15 +608,18 @@ impl<V: Volume> SeparationList<V> {
     }
 
     /// Re-times pairs `ps` at `t` exactly as [`schedule`](Self::schedule) would one by one, in
-    /// order; the certificate times are computed in parallel.
+    /// order; the certificate times are computed in parallel, [`BATCH`] pairs at a time.
     fn schedule_batch(&mut self, ps: &[u32], t: f64) {
         let mut when = std::mem::take(&mut self.scratch_when);
-        ps.par_iter()
-            .with_min_len(PAR_MIN_LEN)
-            .map(|&p| self.next_certificate(p, t))
-            .collect_into_vec(&mut when);
-        for (&p, &s) in ps.iter().zip(&when) {
-            self.queue_certificate(p, s);
+        for chunk in ps.chunks(BATCH) {
+            chunk
+                .par_iter()
+                .with_min_len(PAR_MIN_LEN)
+                .map(|&p| self.next_certificate(p, t))
+                .collect_into_vec(&mut when);
+            for (&p, &s) in chunk.iter().zip(&when) {
+                self.queue_certificate(p, s);
+            }
         }
         self.scratch_when = when;
     }
