@@ -75,9 +75,9 @@ struct Pairs {
     open: Vec<bool>,
     live: Vec<bool>,
     /// Links of the per-node pair lists, one per side (`a`, then `b`; a self pair is listed
-    /// once): entries are `pair << 1 | side`.
+    /// once): entries are `pair << 1 | side`. The lists are singly linked (a node is in a few
+    /// pairs, so unlinking walks a short list; back links would cost 8 bytes a pair).
     next: Vec<[u32; 2]>,
-    prev: Vec<[u32; 2]>,
 }
 
 /// The kinetic separation list over volumes of kind `V` (see the module docs).
@@ -210,7 +210,7 @@ impl<V: Volume> SeparationList<V> {
             + self.vertex_vols.bytes()
             + (p.a.capacity() + p.b.capacity() + p.child.capacity() + p.sibling.capacity()) * 4
             + (p.open.capacity() + p.live.capacity())
-            + (p.next.capacity() + p.prev.capacity()) * 8
+            + p.next.capacity() * 8
             + (self.head.capacity() + self.node_stamp.capacity() + self.free.capacity()) * 4
             + self.queue.len() * 20
     }
@@ -693,7 +693,6 @@ impl<V: Volume> SeparationList<V> {
                 q.open.push(false);
                 q.live.push(false);
                 q.next.push([NONE; 2]);
-                q.prev.push([NONE; 2]);
                 (q.a.len() - 1) as u32
             }
         };
@@ -733,28 +732,21 @@ impl<V: Volume> SeparationList<V> {
 
     fn link(&mut self, p: u32, side: usize, node: u32) {
         let entry = p << 1 | side as u32;
-        let old = self.head[node as usize];
-        self.pairs.next[p as usize][side] = old;
-        self.pairs.prev[p as usize][side] = NONE;
-        if old != NONE {
-            self.pairs.prev[(old >> 1) as usize][(old & 1) as usize] = entry;
-        }
+        self.pairs.next[p as usize][side] = self.head[node as usize];
         self.head[node as usize] = entry;
     }
 
+    /// Removes side `side` of pair `p` from node `node`'s list, keeping the others' order.
     fn unlink(&mut self, p: u32, side: usize, node: u32) {
-        let (next, prev) = (
-            self.pairs.next[p as usize][side],
-            self.pairs.prev[p as usize][side],
-        );
-        if prev == NONE {
-            self.head[node as usize] = next;
-        } else {
-            self.pairs.next[(prev >> 1) as usize][(prev & 1) as usize] = next;
+        let entry = p << 1 | side as u32;
+        let after = self.pairs.next[p as usize][side];
+        let mut link = &mut self.head[node as usize];
+        while *link != entry {
+            debug_assert_ne!(*link, NONE, "pair {p} is not in the list of node {node}");
+            let e = *link;
+            link = &mut self.pairs.next[(e >> 1) as usize][(e & 1) as usize];
         }
-        if next != NONE {
-            self.pairs.prev[(next >> 1) as usize][(next & 1) as usize] = prev;
-        }
+        *link = after;
     }
 
     /// Opens apart pair `p` (overlapping at `t`) and, below it, every child pair that overlaps.
