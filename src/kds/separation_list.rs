@@ -269,7 +269,11 @@ impl<V: Volume> SeparationList<V> {
         // Every live pair is re-timed, then every open leaf pair hands over, in pair order; a
         // chunk of pair ids at a time, so that no list of all pairs is held.
         let count = self.pairs.a.len() as u32;
-        let chunks = || (0..count).step_by(BATCH).map(|p| p..(p + BATCH as u32).min(count));
+        let chunks = || {
+            (0..count)
+                .step_by(BATCH)
+                .map(|p| p..(p + BATCH as u32).min(count))
+        };
         let mut batch = std::mem::take(&mut self.scratch_pairs);
         for ids in chunks() {
             batch.clear();
