@@ -213,6 +213,9 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             ),
         ),
     };
+    // The simulation holds its own copies of the meshes: free the scene's before running.
+    let (name, frame_interval) = (scene.name.clone(), scene.frame_interval);
+    drop(scene);
     let io = |e: std::io::Error| Failure::BadInput(format!("{}: {e}", args.out.display()));
     let frames = ObjFrames::create(&args.out).map_err(io)?;
     let (contact_path, steps_path) = (args.out.join("contact.csv"), args.out.join("steps.csv"));
@@ -237,7 +240,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         energy: EnergyCsv::create(&args.out.join("energy.csv")).map_err(io)?,
         contact,
         steps,
-        progress: progress_bar(until, scene.frame_interval),
+        progress: progress_bar(until, frame_interval),
         started: Instant::now(),
     };
     let stats_path = args.stats.unwrap_or_else(|| args.out.join("stats.json"));
@@ -254,7 +257,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             Ok(()) => {
                 println!(
                     "{}: {} frames in {} ({} vertices, {:.3} s simulated, {} synchronous steps of {:.3e} s, {:.2} s wall, {:.2} s in the velocity filter)",
-                    scene.name,
+                    name,
                     s.run.frames,
                     args.out.display(),
                     s.run.model.vertices,
@@ -266,10 +269,8 @@ fn run(args: RunArgs) -> Result<(), Failure> {
                 );
                 Ok(())
             }
-            Err(SyncError::Run(e)) => Err(run_failure(e, &scene, &args.out)),
-            Err(e @ SyncError::Unresolved { .. }) => {
-                Err(Failure::BadInput(format!("{}: {e}", scene.name)))
-            }
+            Err(SyncError::Run(e)) => Err(run_failure(e, &name, &args.out)),
+            Err(e @ SyncError::Unresolved { .. }) => Err(Failure::BadInput(format!("{name}: {e}"))),
         };
     }
     let Some(sim) = &mut acm_sim else {
@@ -299,7 +300,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             let s = sim.stats();
             println!(
                 "{}: {} frames in {} ({} vertices, {:.3} s simulated, {} events, {:.2} s wall, {:.0} events/s)",
-                scene.name,
+                name,
                 s.frames,
                 args.out.display(),
                 s.model.vertices,
@@ -310,18 +311,18 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             );
             Ok(())
         }
-        Err(e) => Err(run_failure(e, &scene, &args.out)),
+        Err(e) => Err(run_failure(e, &name, &args.out)),
     }
 }
 
-/// The exit class of a run that stopped early.
-fn run_failure(e: RunError, scene: &Scene, out: &Path) -> Failure {
+/// The exit class of a run of scene `name` that stopped early.
+fn run_failure(e: RunError, name: &str, out: &Path) -> Failure {
     match e {
         RunError::Output(e) => Failure::BadInput(format!("{}: {e}", out.display())),
         e @ (RunError::Diverged { .. }
         | RunError::NoProgress { .. }
         | RunError::TimeResolution { .. }
-        | RunError::KinematicContact { .. }) => Failure::BadInput(format!("{}: {e}", scene.name)),
+        | RunError::KinematicContact { .. }) => Failure::BadInput(format!("{name}: {e}")),
         e @ (RunError::Internal { .. } | RunError::Audit { .. }) => {
             Failure::Internal(e.to_string())
         }

@@ -232,15 +232,22 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
     let snapshot = events.insert(EventKind::Snapshot, 0);
     queue.push(snapshot.id, 0.0);
 
-    let contact = if scene.contact.enabled {
-        let edges: Vec<[u32; 2]> = topologies
+    let edges: Vec<[u32; 2]> = if scene.contact.enabled {
+        topologies
             .iter()
             .zip(&objects)
             .flat_map(|(topology, range)| {
                 let offset = range.first_vertex;
                 topology.edges.iter().map(move |e| e.map(|v| v + offset))
             })
-            .collect();
+            .collect()
+    } else {
+        Vec::new()
+    };
+    // The topologies are not needed past here: free them before the broad phase, whose build
+    // is the peak of the process's memory.
+    drop(topologies);
+    let contact = if scene.contact.enabled {
         let setup = ContactSetup {
             schedule: scene.contact.schedule()?,
             cor: scene.contact.cor,

@@ -75,9 +75,9 @@ struct Pairs {
     open: Vec<bool>,
     live: Vec<bool>,
     /// Links of the per-node pair lists, one per side (`a`, then `b`; a self pair is listed
-    /// once): entries are `pair << 1 | side`.
+    /// once): entries are `pair << 1 | side`. The lists are singly linked (a node is in a few
+    /// pairs, so unlinking walks a short list; back links would cost 8 bytes a pair).
     next: Vec<[u32; 2]>,
-    prev: Vec<[u32; 2]>,
 }
 
 /// The kinetic separation list over volumes of kind `V` (see the module docs).
@@ -119,6 +119,11 @@ pub struct SeparationList<V> {
     pair_axes: AxisHint,
     near_axes: [AxisHint; 2],
 }
+
+/// Pairs per batch of the passes over many pairs (re-timing, handing over at a rebuild): big
+/// enough to keep both threads busy, small enough that the batch's scratch lists stay small
+/// next to the list itself.
+const BATCH: usize = 1 << 16;
 
 /// The O(list) part of the audit runs on every this-many calls.
 const FULL_AUDIT_EVERY: u64 = 32;
@@ -205,7 +210,7 @@ impl<V: Volume> SeparationList<V> {
             + self.vertex_vols.bytes()
             + (p.a.capacity() + p.b.capacity() + p.child.capacity() + p.sibling.capacity()) * 4
             + (p.open.capacity() + p.live.capacity())
-            + (p.next.capacity() + p.prev.capacity()) * 8
+            + p.next.capacity() * 8
             + (self.head.capacity() + self.node_stamp.capacity() + self.free.capacity()) * 4
             + self.queue.len() * 20
     }
@@ -261,22 +266,38 @@ impl<V: Volume> SeparationList<V> {
             }
         }
         self.rebuilding = true;
-        let mut live = std::mem::take(&mut self.scratch_pairs);
-        live.clear();
-        live.extend((0..self.pairs.a.len() as u32).filter(|&p| self.pairs.live[p as usize]));
-        self.schedule_batch(&live, t);
+        // Every live pair is re-timed, then every open leaf pair hands over, in pair order; a
+        // chunk of pair ids at a time, so that no list of all pairs is held.
+        let count = self.pairs.a.len() as u32;
+        let chunks = || {
+            (0..count)
+                .step_by(BATCH)
+                .map(|p| p..(p + BATCH as u32).min(count))
+        };
+        let mut batch = std::mem::take(&mut self.scratch_pairs);
+        for ids in chunks() {
+            batch.clear();
+            batch.extend(ids.filter(|&p| self.pairs.live[p as usize]));
+            self.schedule_batch(&batch, t);
+        }
         self.process_due(t, found);
         self.rebuilding = false;
-        let open_leaf_pairs: Vec<(u32, u32)> = (0..self.pairs.a.len())
-            .filter(|&p| self.pairs.live[p] && self.pairs.open[p] && self.is_leaf_pair(p))
-            .map(|p| (self.pairs.a[p], self.pairs.b[p]))
-            .collect();
-        self.in_order(
-            &open_leaf_pairs,
-            |list, &(a, b), mut out| list.hand_over(a, b, &mut out),
-            found,
-        );
-        self.scratch_pairs = live;
+        for ids in chunks() {
+            batch.clear();
+            batch.extend(ids.filter(|&p| {
+                let i = p as usize;
+                self.pairs.live[i] && self.pairs.open[i] && self.is_leaf_pair(i)
+            }));
+            self.in_order(
+                &batch,
+                |list, &p, mut out| {
+                    let i = p as usize;
+                    list.hand_over(list.pairs.a[i], list.pairs.b[i], &mut out)
+                },
+                found,
+            );
+        }
+        self.scratch_pairs = batch;
     }
 
     /// After the velocities of `vertices` changed at `t`: refits the leaves of the vertices that
@@ -591,15 +612,18 @@ impl<V: Volume> SeparationList<V> {
     }
 
     /// Re-times pairs `ps` at `t` exactly as [`schedule`](Self::schedule) would one by one, in
-    /// order; the certificate times are computed in parallel.
+    /// order; the certificate times are computed in parallel, [`BATCH`] pairs at a time.
     fn schedule_batch(&mut self, ps: &[u32], t: f64) {
         let mut when = std::mem::take(&mut self.scratch_when);
-        ps.par_iter()
-            .with_min_len(PAR_MIN_LEN)
-            .map(|&p| self.next_certificate(p, t))
-            .collect_into_vec(&mut when);
-        for (&p, &s) in ps.iter().zip(&when) {
-            self.queue_certificate(p, s);
+        for chunk in ps.chunks(BATCH) {
+            chunk
+                .par_iter()
+                .with_min_len(PAR_MIN_LEN)
+                .map(|&p| self.next_certificate(p, t))
+                .collect_into_vec(&mut when);
+            for (&p, &s) in chunk.iter().zip(&when) {
+                self.queue_certificate(p, s);
+            }
         }
         self.scratch_when = when;
     }
@@ -673,7 +697,6 @@ impl<V: Volume> SeparationList<V> {
                 q.open.push(false);
                 q.live.push(false);
                 q.next.push([NONE; 2]);
-                q.prev.push([NONE; 2]);
                 (q.a.len() - 1) as u32
             }
         };
@@ -713,28 +736,21 @@ impl<V: Volume> SeparationList<V> {
 
     fn link(&mut self, p: u32, side: usize, node: u32) {
         let entry = p << 1 | side as u32;
-        let old = self.head[node as usize];
-        self.pairs.next[p as usize][side] = old;
-        self.pairs.prev[p as usize][side] = NONE;
-        if old != NONE {
-            self.pairs.prev[(old >> 1) as usize][(old & 1) as usize] = entry;
-        }
+        self.pairs.next[p as usize][side] = self.head[node as usize];
         self.head[node as usize] = entry;
     }
 
+    /// Removes side `side` of pair `p` from node `node`'s list, keeping the others' order.
     fn unlink(&mut self, p: u32, side: usize, node: u32) {
-        let (next, prev) = (
-            self.pairs.next[p as usize][side],
-            self.pairs.prev[p as usize][side],
-        );
-        if prev == NONE {
-            self.head[node as usize] = next;
-        } else {
-            self.pairs.next[(prev >> 1) as usize][(prev & 1) as usize] = next;
+        let entry = p << 1 | side as u32;
+        let after = self.pairs.next[p as usize][side];
+        let mut link = &mut self.head[node as usize];
+        while *link != entry {
+            debug_assert_ne!(*link, NONE, "pair {p} is not in the list of node {node}");
+            let e = *link;
+            link = &mut self.pairs.next[(e >> 1) as usize][(e & 1) as usize];
         }
-        if next != NONE {
-            self.pairs.prev[(next >> 1) as usize][(next & 1) as usize] = prev;
-        }
+        *link = after;
     }
 
     /// Opens apart pair `p` (overlapping at `t`) and, below it, every child pair that overlaps.

@@ -13,27 +13,44 @@ impl Csr {
     /// Builds from `(row, item)` pairs; each row's items are sorted ascending (deterministic).
     /// Duplicate pairs are kept.
     ///
+    /// Two passes over `pairs` (a counting sort by row), so the only allocations are the
+    /// result's, sized exactly: no list of pairs is collected.
+    ///
     /// # Panics
     /// If a row index is `>= rows` or there are more than `u32::MAX` pairs (programming errors).
-    pub fn from_pairs(rows: usize, pairs: impl IntoIterator<Item = (u32, u32)>) -> Csr {
-        let mut pairs: Vec<(u32, u32)> = pairs.into_iter().collect();
-        pairs.sort_unstable();
-        assert!(
-            u32::try_from(pairs.len()).is_ok(),
-            "Csr::from_pairs: more than u32::MAX items"
-        );
+    pub fn from_pairs<I>(rows: usize, pairs: I) -> Csr
+    where
+        I: IntoIterator<Item = (u32, u32)>,
+        I::IntoIter: Clone,
+    {
+        let pairs = pairs.into_iter();
         let mut offsets = vec![0u32; rows + 1];
-        for &(r, _) in &pairs {
+        for (r, _) in pairs.clone() {
             assert!(
                 (r as usize) < rows,
                 "Csr::from_pairs: row {r} out of range ({rows} rows)"
             );
-            offsets[r as usize + 1] += 1;
+            let count = &mut offsets[r as usize + 1];
+            *count = count
+                .checked_add(1)
+                .expect("Csr::from_pairs: more than u32::MAX items");
         }
         for i in 0..rows {
-            offsets[i + 1] += offsets[i];
+            offsets[i + 1] = offsets[i + 1]
+                .checked_add(offsets[i])
+                .expect("Csr::from_pairs: more than u32::MAX items");
         }
-        let items = pairs.into_iter().map(|(_, item)| item).collect();
+        // `next[r]`: where row r's next item goes.
+        let mut next = offsets[..rows].to_vec();
+        let mut items = vec![0u32; offsets[rows] as usize];
+        for (r, item) in pairs {
+            let slot = &mut next[r as usize];
+            items[*slot as usize] = item;
+            *slot += 1;
+        }
+        for i in 0..rows {
+            items[offsets[i] as usize..offsets[i + 1] as usize].sort_unstable();
+        }
         Csr { offsets, items }
     }
 
@@ -66,6 +83,13 @@ mod tests {
         assert_eq!(csr.row(2), &[1, 5, 9]);
         assert_eq!(csr.row(3), &[] as &[u32]);
         assert_eq!(csr.offsets, vec![0, 2, 2, 5, 5]);
+    }
+
+    #[test]
+    fn duplicates_kept() {
+        let csr = Csr::from_pairs(2, [(1, 4), (1, 2), (1, 4)]);
+        assert_eq!(csr.row(0), &[] as &[u32]);
+        assert_eq!(csr.row(1), &[2, 4, 4]);
     }
 
     #[test]
