@@ -245,6 +245,8 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             broad_phase: scene.contact.broad_phase,
             layer_super_events: scene.speed.layer_super_events,
             axis_ordering: scene.speed.axis_ordering,
+            short_circuit: scene.speed.short_circuit,
+            parking: scene.speed.parking,
         };
         let contact = Contact::new(
             setup,

@@ -62,6 +62,9 @@ pub struct ContactStats {
     pub broad_phase_events: u64,
     /// Certificates rescheduled after velocity changes.
     pub reschedules: u64,
+    /// Slab certificates parked (kept out of the event queue) because they fail after the next
+    /// all-vertex event, which re-times them (`speed.parking`).
+    pub parked: u64,
     /// Most candidate pairs (each holding one certificate) alive at once.
     pub certificates_peak: usize,
     /// Smallest pair distance seen at a slab failure or a penalty tick (cm).
@@ -119,6 +122,14 @@ pub(super) struct Contact {
     found: Vec<PairKey>,
     /// `0..n`, the stencil of whole-mesh events.
     all_vertices: Vec<u32>,
+    /// Whether to park certificates beyond the next all-vertex event (`speed.parking`).
+    parking: bool,
+    /// Whether the broad phase short-circuits at the next all-vertex event
+    /// (`speed.short_circuit`).
+    short_circuit: bool,
+    /// Slab certificates failing after this time are parked: the next all-vertex event, which
+    /// re-times every slab (`+inf` while parking is off or before the first such event).
+    park_after: f64,
     /// Whether to audit certificates as they are re-timed (see [`Contact::audit`]).
     auditing: bool,
     /// The first breach the audit found, waiting for the loop to report it.
@@ -140,6 +151,11 @@ pub(super) struct ContactSetup {
     pub(super) layer_super_events: bool,
     /// Adaptive k-DOP axis ordering in the broad phase (`speed.axis_ordering`).
     pub(super) axis_ordering: bool,
+    /// Broad-phase certificates stop at the next all-vertex event (`speed.short_circuit`).
+    pub(super) short_circuit: bool,
+    /// Slab certificates beyond the next all-vertex event stay out of the queue
+    /// (`speed.parking`).
+    pub(super) parking: bool,
 }
 
 /// A pair closer than `eta1` at the start.
@@ -196,6 +212,9 @@ impl Contact {
             impulses: Vec::new(),
             contingent: Vec::new(),
             retimed: Vec::new(),
+            parking: setup.parking,
+            short_circuit: setup.short_circuit,
+            park_after: f64::INFINITY,
             auditing: false,
             breach: None,
             updates: Vec::new(),
@@ -352,11 +371,26 @@ impl Contact {
 
     fn schedule_cert(&mut self, id: u32, when: f64, queue: &mut EventQueue) {
         let cert = self.pairs.cert[id as usize];
-        if when.is_finite() {
-            queue.update(cert, when);
-        } else {
-            queue.remove(cert);
+        match self.queued_time(when) {
+            Some(when) => queue.update(cert, when),
+            None => {
+                queue.remove(cert);
+            }
         }
+    }
+
+    /// Whether a slab failing at `when` goes into the event queue (`Some(when)`) or stays out of
+    /// it: it never fails, or it is parked because it fails after the next all-vertex event,
+    /// which re-times every slab before it could be due (the parking area is the pair table).
+    fn queued_time(&mut self, when: f64) -> Option<f64> {
+        if !when.is_finite() {
+            return None;
+        }
+        if when > self.park_after {
+            self.stats.parked += 1;
+            return None;
+        }
+        Some(when)
     }
 
     /// Pair `id`'s slab advanced to `t` and its failure time under the velocities at `t`; `None`
@@ -409,10 +443,11 @@ impl Contact {
             }
             self.pairs.slab[i] = Some(slab);
             self.pairs.slab_time[i] = t;
-            if when.is_finite() {
-                updates.push((self.pairs.cert[i], when));
-            } else {
-                queue.remove(self.pairs.cert[i]);
+            match self.queued_time(when) {
+                Some(when) => updates.push((self.pairs.cert[i], when)),
+                None => {
+                    queue.remove(self.pairs.cert[i]);
+                }
             }
         }
         queue.update_batch(&updates);
@@ -459,15 +494,25 @@ impl Contact {
     /// After every vertex's velocity may have changed at `t` (a super-element or gravity tick):
     /// re-sweep every box (only the vertices that leave theirs cost broad-phase work) and re-time
     /// every slab (the event-event edge of a whole-mesh event: all certificates are contingent).
+    /// `next` is the next such event: with parking, slabs failing after it stay out of the
+    /// queue; with the short-circuit, the broad phase certifies up to it and re-times now the
+    /// pairs it cut short here.
     pub(super) fn after_global_kick(
         &mut self,
         state: &VertexState,
         t: f64,
+        next: f64,
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) {
         let _zone = zone!("reschedule_all");
         self.audit_boxes(state, t);
+        if self.parking {
+            self.park_after = next;
+        }
+        if self.short_circuit {
+            self.boxes.short_circuit(t, next);
+        }
         let all = std::mem::take(&mut self.all_vertices);
         self.sweep(&all, state, t, events, queue);
         self.all_vertices = all;

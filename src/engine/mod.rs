@@ -63,6 +63,21 @@ enum ForceTarget {
     Drag,
 }
 
+impl ForceTarget {
+    /// Whether a tick of this target may change every vertex's velocity, so that the loop
+    /// re-times every certificate after it (`pending_global_kick`): the *all-vertex events* of
+    /// thesis §8.1, which short-circuiting and parking schedule against.
+    fn is_whole_mesh(self) -> bool {
+        matches!(
+            self,
+            ForceTarget::AllSprings
+                | ForceTarget::AllHinges
+                | ForceTarget::Gravity
+                | ForceTarget::Drag
+        )
+    }
+}
+
 /// A force event's target and clock; `tick` counts the ticks done, so the next is at
 /// `tick * clock`.
 #[derive(Clone, Copy, Debug)]
@@ -527,6 +542,7 @@ impl Simulation {
                     self.fire_contact(id, kind, t)?
                 }
             }
+            self.note_queue_size();
             if self.audit {
                 if let Some(message) = self.contact.as_mut().and_then(|c| c.take_breach()) {
                     return Err(RunError::Audit {
@@ -594,6 +610,10 @@ impl Simulation {
         let force = &mut self.forces[index];
         force.tick += 1;
         self.queue.push(id, force.next_time());
+        if target.is_whole_mesh() {
+            self.pending_global_kick = true;
+            return;
+        }
         let Some(contact) = &mut self.contact else {
             return;
         };
@@ -615,17 +635,36 @@ impl Simulation {
             ForceTarget::AllSprings
             | ForceTarget::AllHinges
             | ForceTarget::Gravity
-            | ForceTarget::Drag => self.pending_global_kick = true,
+            | ForceTarget::Drag => unreachable!("whole-mesh ticks return above"),
         }
     }
 
     /// Re-times every certificate after whole-mesh force ticks at the current time.
     fn flush_global_kick(&mut self) {
         self.pending_global_kick = false;
+        let next = self.next_all_vertex_event();
         if let Some(c) = &mut self.contact {
             let t = self.time;
-            c.after_global_kick(&self.state, t, &mut self.events, &mut self.queue);
+            c.after_global_kick(&self.state, t, next, &mut self.events, &mut self.queue);
         }
+        self.note_queue_size();
+    }
+
+    /// The time of the next all-vertex event: the earliest queued tick of a whole-mesh force
+    /// ([`ForceTarget::is_whole_mesh`]), after which the loop re-times every certificate; `+inf`
+    /// if there is none. Short-circuiting and parking (`speed.short_circuit`, `speed.parking`)
+    /// certify only up to it, so it must be a time at which such a tick is queued now.
+    fn next_all_vertex_event(&self) -> f64 {
+        self.forces
+            .iter()
+            .filter(|f| f.target.is_whole_mesh())
+            .map(ForceEvent::next_time)
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// Records the event queue's size for [`Stats::queue_peak`].
+    fn note_queue_size(&mut self) {
+        self.stats.queue_peak = self.stats.queue_peak.max(self.queue.len());
     }
 
     fn fire_contact(&mut self, id: EventId, kind: EventKind, t: f64) -> Result<(), RunError> {

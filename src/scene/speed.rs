@@ -18,14 +18,35 @@ pub struct SpeedSettings {
     /// Adaptive k-DOP axis ordering (§8.1, "bounding plane ordering"): the broad phase's overlap tests try first the axis
     /// that separated last. Changes only when certificates look: frames are bit-identical.
     pub axis_ordering: bool,
+    /// A near-future heap plus a parking area (§8.1): slab certificates that fail after the
+    /// next all-vertex event (a whole-mesh force tick) stay out of the event queue, since that
+    /// event re-times every slab anyway. Changes only when certificates look: frames are
+    /// bit-identical.
+    pub parking: bool,
+    /// Short-circuited scheduling (§8.1): the separation list computes a node pair's
+    /// certificate only up to the next all-vertex event rather than to the horizon's end, and
+    /// re-times the pairs it cut short at that event. Changes only when certificates look:
+    /// frames are bit-identical. Off by default: this broad phase does not otherwise re-time
+    /// its pairs at all-vertex events, so the re-timing costs far more than the short tests
+    /// save (`benches/README.md`).
+    pub short_circuit: bool,
 }
 
 impl SpeedSettings {
-    /// Every optimization on (the default).
+    /// Every optimization on (`speed.preset = "all"`).
     pub const ALL: Self = Self {
         super_elements: true,
         layer_super_events: true,
         axis_ordering: true,
+        parking: true,
+        short_circuit: true,
+    };
+
+    /// The default: every optimization that pays, that is all but
+    /// [`short_circuit`](Self::short_circuit).
+    pub const DEFAULT: Self = Self {
+        short_circuit: false,
+        ..Self::ALL
     };
 
     /// Every optimization off: the unoptimized engine the table of `benches/README.md` starts
@@ -34,10 +55,18 @@ impl SpeedSettings {
         super_elements: false,
         layer_super_events: false,
         axis_ordering: false,
+        parking: false,
+        short_circuit: false,
     };
 
     /// The switch names, in the order the table of `benches/README.md` turns them on.
-    pub const NAMES: [&'static str; 3] = ["super_elements", "layer_super_events", "axis_ordering"];
+    pub const NAMES: [&'static str; 5] = [
+        "super_elements",
+        "layer_super_events",
+        "axis_ordering",
+        "parking",
+        "short_circuit",
+    ];
 
     /// The flag called `name` (one of [`NAMES`](Self::NAMES)).
     pub fn flag_mut(&mut self, name: &str) -> Option<&mut bool> {
@@ -45,6 +74,8 @@ impl SpeedSettings {
             "super_elements" => Some(&mut self.super_elements),
             "layer_super_events" => Some(&mut self.layer_super_events),
             "axis_ordering" => Some(&mut self.axis_ordering),
+            "parking" => Some(&mut self.parking),
+            "short_circuit" => Some(&mut self.short_circuit),
             _ => None,
         }
     }
@@ -52,7 +83,7 @@ impl SpeedSettings {
 
 impl Default for SpeedSettings {
     fn default() -> Self {
-        Self::ALL
+        Self::DEFAULT
     }
 }
 
