@@ -302,6 +302,7 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
         pending_global_kick: false,
         audit: false,
         processed: 0,
+        queue_sizes: 0,
         stats,
     })
 }

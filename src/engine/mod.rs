@@ -280,6 +280,8 @@ pub struct Simulation {
     audit: bool,
     /// Events popped so far (all kinds), for live progress reports.
     processed: u64,
+    /// The event queue's size summed over the events processed (for [`Stats::queue_mean`]).
+    queue_sizes: u64,
     stats: Stats,
 }
 
@@ -481,6 +483,7 @@ impl Simulation {
             0.0
         };
         self.stats.threads = rayon::current_num_threads();
+        self.stats.queue_mean = self.queue_sizes as f64 / self.processed.max(1) as f64;
     }
 
     fn event_loop(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), RunError> {
@@ -647,7 +650,6 @@ impl Simulation {
             let t = self.time;
             c.after_global_kick(&self.state, t, next, &mut self.events, &mut self.queue);
         }
-        self.note_queue_size();
     }
 
     /// The time of the next all-vertex event: the earliest queued tick of a whole-mesh force
@@ -662,9 +664,12 @@ impl Simulation {
             .fold(f64::INFINITY, f64::min)
     }
 
-    /// Records the event queue's size for [`Stats::queue_peak`].
+    /// Records the event queue's size after an event, for [`Stats::queue_peak`] and
+    /// [`Stats::queue_mean`].
     fn note_queue_size(&mut self) {
-        self.stats.queue_peak = self.stats.queue_peak.max(self.queue.len());
+        let len = self.queue.len();
+        self.stats.queue_peak = self.stats.queue_peak.max(len);
+        self.queue_sizes += len as u64;
     }
 
     fn fire_contact(&mut self, id: EventId, kind: EventKind, t: f64) -> Result<(), RunError> {
