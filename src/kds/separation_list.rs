@@ -32,7 +32,7 @@
 //! deterministic.
 
 use super::bvh::Bvh;
-use super::kdop::{after, AxisHint, Volume};
+use super::kdop::{after, AxisHint, Volume, FIXED_AXES};
 use super::leaves::{Leaves, References, VertexVolumes, NONE};
 use super::swept_boxes::PairKey;
 use super::PAR_MIN_LEN;
@@ -512,9 +512,11 @@ impl<V: Volume> SeparationList<V> {
     /// The audit (`--audit`), at `t` (it holds between a kick and the update that follows it,
     /// so the engine may call it at either): every vertex is within the slack of its reference
     /// and inside its leaves' volumes grown by half of `eta1`, every node contains its
-    /// children, and no apart pair whose certificate is not due overlaps. Together: every leaf
-    /// pair that could come within `eta1` before its next event is under an open leaf pair
-    /// (whose features have slabs) or certified apart by a frontier pair.
+    /// children, no apart pair whose certificate is not due overlaps, and no apart pair without
+    /// a certificate may overlap before the horizon's end (before the short-circuit, for the
+    /// pairs cut short there). Together: every leaf pair that could come within `eta1` before
+    /// its next event is under an open leaf pair (whose features have slabs) or certified apart
+    /// by a frontier pair.
     pub fn audit(&self, state: &VertexState, t: f64) -> Result<(), String> {
         let t_end = self.t_end;
         for v in 0..state.len() as u32 {
@@ -553,16 +555,41 @@ impl<V: Volume> SeparationList<V> {
             if !self.pairs.live[p] || self.pairs.open[p] {
                 continue;
             }
-            let due = self
-                .queue
-                .time_of(EventId(p as u32))
-                .is_some_and(|s| s <= t);
-            if !due && self.overlapping(p as u32, t) {
-                return Err(format!(
-                    "frontier pair of nodes {} and {} overlaps at t = {t} but its certificate \
-                     is not due",
-                    self.pairs.a[p], self.pairs.b[p]
-                ));
+            let (a, b) = (self.pairs.a[p], self.pairs.b[p]);
+            match self.queue.time_of(EventId(p as u32)) {
+                Some(s) if s <= t => {}
+                Some(_) if self.overlapping(p as u32, t) => {
+                    return Err(format!(
+                        "frontier pair of nodes {a} and {b} overlaps at t = {t} but its \
+                         certificate is not due"
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    // No certificate: apart until the short-circuit if it was cut short there,
+                    // otherwise until the horizon's end.
+                    let until = if self.pairs.cut[p] {
+                        self.stop_at()
+                    } else {
+                        t_end
+                    };
+                    let meets = self.bvh.vol[a as usize]
+                        .overlap_interval_from(
+                            &self.bvh.vol[b as usize],
+                            t,
+                            until,
+                            t_end,
+                            &FIXED_AXES,
+                        )
+                        .map(|(s, _)| s)
+                        .filter(|&s| s < until);
+                    if let Some(s) = meets {
+                        return Err(format!(
+                            "frontier pair of nodes {a} and {b} has no certificate but may \
+                             overlap at t = {s}, before {until}"
+                        ));
+                    }
+                }
             }
         }
         Ok(())
