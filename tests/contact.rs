@@ -369,7 +369,11 @@ fn fuzzy_trajectories_catch_the_pair_exact_schedules_cannot_resolve() {
         args.extend(["--set", set]);
     }
     let out = acm(dir.path(), &args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = acm(dir.path(), &["check", "f"]);
     assert_eq!(out.status.code(), Some(0), "the frames are clean");
     // The particle bounced: its last momentum points up.

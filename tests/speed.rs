@@ -6,7 +6,7 @@ mod common;
 
 use acm::check::AuditReport;
 use acm::scene::{profile, Scene, SpeedSettings};
-use acm::{Frame, FrameSink, NoFrames, RunError, Simulation};
+use acm::{Frame, FrameSink, NoFrames, RunError, Simulation, Stats};
 use common::{head_on, momentum, momentum_scale, Audited};
 use glam::DVec3;
 
@@ -157,9 +157,15 @@ fn particle_floor(sets: &[&str]) -> Result<Scene, profile::ProfileError> {
 
 #[test]
 fn a_preset_sets_every_switch_and_a_switch_given_on_its_own_overrides_it() {
-    assert_eq!(particle_floor(&[]).unwrap().speed, SpeedSettings::ALL);
+    assert_eq!(particle_floor(&[]).unwrap().speed, SpeedSettings::DEFAULT);
+    let all = particle_floor(&["speed.preset=all"]).unwrap().speed;
+    assert_eq!(all, SpeedSettings::ALL);
     let none = particle_floor(&["speed.preset=none"]).unwrap().speed;
     assert_eq!(none, SpeedSettings::NONE);
+    let on = particle_floor(&["speed.short_circuit=true", "speed.parking=false"])
+        .unwrap()
+        .speed;
+    assert!(on.short_circuit && !on.parking && on.axis_ordering);
     let one = particle_floor(&["speed.preset=none", "speed.layer_super_events=true"])
         .unwrap()
         .speed;
@@ -178,13 +184,14 @@ fn a_preset_sets_every_switch_and_a_switch_given_on_its_own_overrides_it() {
 
 #[test]
 fn bad_speed_settings_are_rejected_with_the_field_and_the_choices() {
-    let cases: [(&str, &[&str]); 4] = [
+    let cases: [(&str, &[&str]); 5] = [
         ("speed.preset=fast", &["fast", "`none` or `all`"]),
         (
             "speed.fuzzy=true",
-            &["fuzzy", "super_elements", "layer_super_events"],
+            &["fuzzy", "super_elements", "parking", "short_circuit"],
         ),
         ("speed.super_elements=3", &["expected a boolean"]),
+        ("speed.parking=\"yes\"", &["expected a boolean"]),
         (
             "integrator.grouping=\"element\"",
             &["integrator.grouping", "speed.super_elements"],
@@ -214,22 +221,70 @@ fn a_preset_none_run_is_deterministic() {
     assert!(run() == run());
 }
 
-#[test]
-fn axis_ordering_leaves_the_trajectory_bit_identical() {
-    // It changes only how fast the broad phase's tests answer, never an answer.
+/// Runs the head-on sheets (they meet: penalty layers activate) with switch `name` on and off
+/// over the settings `base`, audited after every event and frame (see [`run_recorded`]), and
+/// asserts that every frame is the same bits. Returns the stats of the runs (on, off).
+fn assert_bit_identical_frames(name: &str, base: SpeedSettings) -> (Stats, Stats) {
     let scene = head_on();
-    let frames = |axis_ordering: bool| {
-        let speed = SpeedSettings {
-            axis_ordering,
-            ..SpeedSettings::ALL
-        };
-        let sim = run_audited(&scene, speed, 0.004);
-        assert!(sim.stats().contact.as_ref().unwrap().deepest_layer >= 1);
-        let mut x = Vec::new();
-        sim.positions_at(0.004, &mut x);
-        x
+    let run = |on: bool| {
+        let mut speed = base;
+        *speed.flag_mut(name).unwrap() = on;
+        let (sim, frames) = run_recorded(&scene, speed, 0.004);
+        let stats = sim.stats().clone();
+        assert!(
+            stats.contact.as_ref().unwrap().deepest_layer >= 1,
+            "the sheets met"
+        );
+        (stats, frames)
     };
-    assert!(frames(true) == frames(false));
+    let ((on, frames_on), (off, frames_off)) = (run(true), run(false));
+    assert_eq!(frames_on.len(), 21, "a frame every 0.2 ms");
+    for (k, (a, b)) in frames_on.iter().zip(&frames_off).enumerate() {
+        assert!(a == b, "{name}: frame {k} differs");
+    }
+    (on, off)
+}
+
+#[test]
+fn axis_ordering_leaves_every_frame_bit_identical() {
+    // It changes only how fast the broad phase's tests answer, never an answer.
+    assert_bit_identical_frames("axis_ordering", SpeedSettings::ALL);
+}
+
+#[test]
+fn parking_leaves_every_frame_bit_identical_and_keeps_the_heap_smaller() {
+    // Parking applies to exact schedules: fuzzy slabs keep their times across all-vertex
+    // events, so they must stay queued.
+    let exact = SpeedSettings {
+        fuzzy_trajectories: false,
+        ..SpeedSettings::ALL
+    };
+    let (on, off) = assert_bit_identical_frames("parking", exact);
+    let parked = |s: &Stats| s.contact.as_ref().unwrap().parked;
+    assert!(parked(&on) > 0 && parked(&off) == 0);
+    let (fuzzy, _) = assert_bit_identical_frames("parking", SpeedSettings::ALL);
+    assert_eq!(parked(&fuzzy), 0);
+    assert!(
+        on.queue_mean < off.queue_mean,
+        "mean heap size {} with parking, {} without",
+        on.queue_mean,
+        off.queue_mean
+    );
+}
+
+#[test]
+fn short_circuiting_leaves_every_frame_bit_identical_and_re_times_the_pairs_it_cut() {
+    let (on, off) = assert_bit_identical_frames("short_circuit", SpeedSettings::ALL);
+    let retimes = |s: &Stats| {
+        let contact = s.contact.as_ref().unwrap();
+        contact
+            .broad_phase
+            .list
+            .as_ref()
+            .unwrap()
+            .short_circuit_retimes
+    };
+    assert!(retimes(&on) > 0 && retimes(&off) == 0);
 }
 
 #[test]

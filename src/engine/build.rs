@@ -262,6 +262,8 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
                 .speed
                 .fuzzy_trajectories
                 .then_some(scene.speed.quality_loss),
+            short_circuit: scene.speed.short_circuit,
+            parking: scene.speed.parking,
         };
         let contact = Contact::new(
             setup,
@@ -318,6 +320,7 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
         pending_global_kick: false,
         audit: false,
         processed: 0,
+        queue_sizes: 0,
         stats,
     })
 }

@@ -68,6 +68,9 @@ pub struct ContactStats {
     /// every vertex within its fuzzy-trajectory budget (`speed.fuzzy_trajectories`), or had
     /// no slab.
     pub retimes: u64,
+    /// Slab certificates parked (kept out of the event queue) because they fail after the next
+    /// all-vertex event, which re-times them (`speed.parking`).
+    pub parked: u64,
     /// Most candidate pairs (each holding one certificate) alive at once.
     pub certificates_peak: usize,
     /// Smallest pair distance seen at a slab failure or a penalty tick (cm).
@@ -130,6 +133,14 @@ pub(super) struct Contact {
     found: Vec<PairKey>,
     /// `0..n`, the stencil of whole-mesh events.
     all_vertices: Vec<u32>,
+    /// Whether to park certificates beyond the next all-vertex event (`speed.parking`).
+    parking: bool,
+    /// Whether the broad phase short-circuits at the next all-vertex event
+    /// (`speed.short_circuit`).
+    short_circuit: bool,
+    /// Slab certificates failing after this time are parked: the next all-vertex event, which
+    /// re-times every slab (`+inf` while parking is off or before the first such event).
+    park_after: f64,
     /// Whether to audit certificates as they are re-timed (see [`Contact::audit`]).
     auditing: bool,
     /// The first breach the audit found, waiting for the loop to report it.
@@ -154,6 +165,11 @@ pub(super) struct ContactSetup {
     /// Slabs scheduled on fuzzy trajectories with this quality loss (`speed.fuzzy_trajectories`
     /// and `speed.quality_loss`), or `None`.
     pub(super) quality_loss: Option<f64>,
+    /// Broad-phase certificates stop at the next all-vertex event (`speed.short_circuit`).
+    pub(super) short_circuit: bool,
+    /// Slab certificates beyond the next all-vertex event stay out of the queue
+    /// (`speed.parking`).
+    pub(super) parking: bool,
 }
 
 /// A pair closer than `eta1` at the start.
@@ -211,6 +227,11 @@ impl Contact {
             impulses: Vec::new(),
             contingent: Vec::new(),
             retimed: Vec::new(),
+            // A fuzzy slab keeps its time across all-vertex events: one parked there would
+            // never be queued again.
+            parking: setup.parking && setup.quality_loss.is_none(),
+            short_circuit: setup.short_circuit,
+            park_after: f64::INFINITY,
             auditing: false,
             breach: None,
             updates: Vec::new(),
@@ -369,10 +390,11 @@ impl Contact {
 
     fn schedule_cert(&mut self, id: u32, when: f64, queue: &mut EventQueue) {
         let cert = self.pairs.cert[id as usize];
-        if when.is_finite() {
-            queue.update(cert, when);
-        } else {
-            queue.remove(cert);
+        match self.queued_time(when) {
+            Some(when) => queue.update(cert, when),
+            None => {
+                queue.remove(cert);
+            }
         }
     }
 
@@ -389,6 +411,20 @@ impl Contact {
             Some(ql) => fuzzy_schedule(slab, x, v, a_count, ql),
             None => (failure_time(slab, x, v, a_count), NO_BUDGET),
         }
+    }
+
+    /// Whether a slab failing at `when` goes into the event queue (`Some(when)`) or stays out of
+    /// it: it never fails, or it is parked because it fails after the next all-vertex event,
+    /// which re-times every slab before it could be due (the parking area is the pair table).
+    fn queued_time(&mut self, when: f64) -> Option<f64> {
+        if !when.is_finite() {
+            return None;
+        }
+        if when > self.park_after {
+            self.stats.parked += 1;
+            return None;
+        }
+        Some(when)
     }
 
     /// Pair `id`'s slab advanced to `t` and its next look under the velocities at `t`; `None`
@@ -458,10 +494,11 @@ impl Contact {
             self.pairs.slab[i] = Some(slab);
             self.pairs.slab_time[i] = t;
             self.pairs.budget[i] = budget;
-            if when.is_finite() {
-                updates.push((self.pairs.cert[i], when));
-            } else {
-                queue.remove(self.pairs.cert[i]);
+            match self.queued_time(when) {
+                Some(when) => updates.push((self.pairs.cert[i], when)),
+                None => {
+                    queue.remove(self.pairs.cert[i]);
+                }
             }
         }
         queue.update_batch(&updates);
@@ -508,15 +545,25 @@ impl Contact {
     /// After every vertex's velocity may have changed at `t` (a super-element or gravity tick):
     /// re-sweep every box (only the vertices that leave theirs cost broad-phase work) and re-time
     /// every slab (the event-event edge of a whole-mesh event: all certificates are contingent).
+    /// `next` is the next such event: with parking, slabs failing after it stay out of the
+    /// queue; with the short-circuit, the broad phase certifies up to it and re-times now the
+    /// pairs it cut short here.
     pub(super) fn after_global_kick(
         &mut self,
         state: &VertexState,
         t: f64,
+        next: f64,
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) {
         let _zone = zone!("reschedule_all");
         self.audit_boxes(state, t);
+        if self.parking {
+            self.park_after = next;
+        }
+        if self.short_circuit {
+            self.boxes.short_circuit(t, next);
+        }
         let all = std::mem::take(&mut self.all_vertices);
         self.sweep(&all, state, t, events, queue);
         self.all_vertices = all;

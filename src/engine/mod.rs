@@ -265,6 +265,8 @@ pub struct Simulation {
     audit: bool,
     /// Events popped so far (all kinds), for live progress reports.
     processed: u64,
+    /// The event queue's size summed over the events processed (for [`Stats::queue_mean`]).
+    queue_sizes: u64,
     stats: Stats,
 }
 
@@ -466,6 +468,7 @@ impl Simulation {
             0.0
         };
         self.stats.threads = rayon::current_num_threads();
+        self.stats.queue_mean = self.queue_sizes as f64 / self.processed.max(1) as f64;
     }
 
     fn event_loop(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), RunError> {
@@ -527,6 +530,7 @@ impl Simulation {
                     self.fire_contact(id, kind, t)?
                 }
             }
+            self.note_queue_size();
             if self.audit {
                 if let Some(message) = self.contact.as_mut().and_then(|c| c.take_breach()) {
                     return Err(RunError::Audit {
@@ -590,6 +594,10 @@ impl Simulation {
         let force = &mut self.forces[index];
         force.tick += 1;
         self.queue.push(id, force.next_time());
+        if self.is_whole_mesh(target) {
+            self.pending_global_kick = true;
+            return;
+        }
         let Some(contact) = &mut self.contact else {
             return;
         };
@@ -608,30 +616,65 @@ impl Simulation {
                 contact.after_kick(vertices, state, t, events, queue);
             }
             ForceTarget::VertexGravity(v) => contact.after_kick(&[v], state, t, events, queue),
-            ForceTarget::Springs(b) | ForceTarget::Hinges(b) => {
-                let bins = match target {
-                    ForceTarget::Springs(_) => &self.springs.bins,
-                    _ => &self.hinges.bins,
-                };
-                let bin = &bins[b as usize];
-                // A bin touching most vertices re-times everything once, like gravity.
-                if bin.is_dense() {
-                    self.pending_global_kick = true;
-                } else {
-                    contact.after_kick(&bin.vertices, state, t, events, queue);
-                }
+            ForceTarget::Springs(b) => {
+                let vertices = &self.springs.bins[b as usize].vertices;
+                contact.after_kick(vertices, state, t, events, queue);
             }
-            ForceTarget::Gravity | ForceTarget::Drag => self.pending_global_kick = true,
+            ForceTarget::Hinges(b) => {
+                let vertices = &self.hinges.bins[b as usize].vertices;
+                contact.after_kick(vertices, state, t, events, queue);
+            }
+            ForceTarget::Gravity | ForceTarget::Drag => {
+                unreachable!("whole-mesh ticks return above")
+            }
+        }
+    }
+
+    /// Whether a tick of `target` may change every vertex's velocity, so that the loop re-times
+    /// every certificate after it (`pending_global_kick`): the *all-vertex events* of thesis
+    /// §8.1, which short-circuiting and parking schedule against. Gravity, drag, and the clock
+    /// bins that touch at least half of the vertices (re-timing everything once costs less
+    /// than following so many vertices one by one).
+    fn is_whole_mesh(&self, target: ForceTarget) -> bool {
+        match target {
+            ForceTarget::Springs(b) => self.springs.bins[b as usize].is_dense(),
+            ForceTarget::Hinges(b) => self.hinges.bins[b as usize].is_dense(),
+            ForceTarget::Gravity | ForceTarget::Drag => true,
+            ForceTarget::Spring(_)
+            | ForceTarget::Hinge(_)
+            | ForceTarget::VertexGravity(_)
+            | ForceTarget::Prescribed(_) => false,
         }
     }
 
     /// Re-times every certificate after whole-mesh force ticks at the current time.
     fn flush_global_kick(&mut self) {
         self.pending_global_kick = false;
+        let next = self.next_all_vertex_event();
         if let Some(c) = &mut self.contact {
             let t = self.time;
-            c.after_global_kick(&self.state, t, &mut self.events, &mut self.queue);
+            c.after_global_kick(&self.state, t, next, &mut self.events, &mut self.queue);
         }
+    }
+
+    /// The time of the next all-vertex event: the earliest queued tick of a whole-mesh force
+    /// ([`Self::is_whole_mesh`]), after which the loop re-times every certificate; `+inf`
+    /// if there is none. Short-circuiting and parking (`speed.short_circuit`, `speed.parking`)
+    /// certify only up to it, so it must be a time at which such a tick is queued now.
+    fn next_all_vertex_event(&self) -> f64 {
+        self.forces
+            .iter()
+            .filter(|f| self.is_whole_mesh(f.target))
+            .map(ForceEvent::next_time)
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// Records the event queue's size after an event, for [`Stats::queue_peak`] and
+    /// [`Stats::queue_mean`].
+    fn note_queue_size(&mut self) {
+        let len = self.queue.len();
+        self.stats.queue_peak = self.stats.queue_peak.max(len);
+        self.queue_sizes += len as u64;
     }
 
     fn fire_contact(&mut self, id: EventId, kind: EventKind, t: f64) -> Result<(), RunError> {

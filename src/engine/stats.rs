@@ -105,6 +105,12 @@ pub struct Stats {
     pub events_total: u64,
     /// Events per wall second.
     pub events_per_second: f64,
+    /// Most events in the event queue's heap at once, sampled after every event (with
+    /// `speed.parking`, slab certificates beyond the next all-vertex event are not in it; the
+    /// first sample, after the first event, still holds every initial certificate).
+    pub queue_peak: usize,
+    /// Mean number of events in the event queue's heap, sampled after every event.
+    pub queue_mean: f64,
     /// Frames handed to the output.
     pub frames: u64,
     /// Worker threads of the pool the run used.

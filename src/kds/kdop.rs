@@ -116,15 +116,20 @@ pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
     /// The interval of times within `[t, t_end]` at which the two volumes may overlap, or `None`
     /// when they stay apart on all of it. Never reports "apart" at a time they overlap.
     fn overlap_interval(&self, other: &Self, t: f64, t_end: f64) -> Option<(f64, f64)> {
-        self.overlap_interval_from(other, t, t_end, &FIXED_AXES)
+        self.overlap_interval_from(other, t, t_end, t_end, &FIXED_AXES)
     }
 
-    /// [`overlap_interval`](Self::overlap_interval), trying separating directions in the order
-    /// `hint` suggests (k-DOPs; other volumes ignore it). The same answer for every hint.
+    /// [`overlap_interval`](Self::overlap_interval) within `[t, stop]` only (`stop <= t_end`;
+    /// the volumes are stored at `t_end`), trying separating directions in the order `hint`
+    /// suggests (k-DOPs; other volumes ignore it). The same answer for every hint. A `stop`
+    /// before `t_end` short-circuits the test (thesis §8.1): volumes apart until `stop` are
+    /// reported apart, whatever comes after, and an overlap that lasts until `stop` ends there
+    /// (or up to a rounding later).
     fn overlap_interval_from(
         &self,
         other: &Self,
         t: f64,
+        stop: f64,
         t_end: f64,
         hint: &AxisHint,
     ) -> Option<(f64, f64)>;
@@ -142,7 +147,7 @@ pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
     fn unions_meet(a: &[&Self], b: &[&Self], t: f64, t_end: f64, hint: &AxisHint) -> bool {
         let union = |vs: &[&Self]| vs[1..].iter().fold(*vs[0], |u, v| u.union(v, t, t_end));
         union(a)
-            .overlap_interval_from(&union(b), t, t_end, hint)
+            .overlap_interval_from(&union(b), t, t_end, t_end, hint)
             .is_some()
     }
 }
@@ -399,11 +404,12 @@ impl<const A: usize> Volume for Dop<A> {
         &self,
         other: &Self,
         t: f64,
+        stop: f64,
         t_end: f64,
         hint: &AxisHint,
     ) -> Option<(f64, f64)> {
-        // Work in u = s - t_end, on [t - t_end, 0].
-        let (mut lo, mut hi) = (t - t_end, 0.0f64);
+        // Work in u = s - t_end, on [t - t_end, stop - t_end].
+        let (mut lo, mut hi) = (t - t_end, (stop - t_end).min(0.0));
         let first = hint.first(A);
         for k in 0..A {
             let j = rotated(first, k, A);
@@ -603,6 +609,7 @@ impl Volume for Sphere {
         &self,
         other: &Self,
         t: f64,
+        stop: f64,
         t_end: f64,
         _hint: &AxisHint,
     ) -> Option<(f64, f64)> {
@@ -614,7 +621,7 @@ impl Volume for Sphere {
         let r = self.radius as f64 + other.radius as f64;
         let r = r + TOLERANCE * (1.0 + r + p.length());
         let (a, b, c) = (q.dot(q), 2.0 * p.dot(q), p.dot(p) - r * r);
-        let (umin, umax) = (t - t_end, 0.0f64);
+        let (umin, umax) = (t - t_end, (stop - t_end).min(0.0));
         let (lo, hi) = if a <= f64::EPSILON * (b.abs() + c.abs()) {
             // (Nearly) linear: b u + c <= 0.
             let (mut lo, mut hi) = (umin, umax);
@@ -729,14 +736,14 @@ mod tests {
             let (va, vb, vc, vd) = (fit(&a), fit(&b), fit(&c), fit(&d));
             let hint = AxisHint::new(true);
             hint.slot().store(first, Ordering::Relaxed);
-            let got = va.overlap_interval_from(&vb, t, t_end, &hint);
+            let got = va.overlap_interval_from(&vb, t, t_end, t_end, &hint);
             prop_assert_eq!(got, va.overlap_interval(&vb, t, t_end));
             if got.is_none() {
                 // The promoted axis separates the pair on its own: tried first, it answers.
                 let promoted = hint.slot().load(Ordering::Relaxed);
                 let alone = AxisHint::new(false);
                 alone.slot().store(promoted, Ordering::Relaxed);
-                prop_assert!(va.overlap_interval_from(&vb, t, t_end, &alone).is_none());
+                prop_assert!(va.overlap_interval_from(&vb, t, t_end, t_end, &alone).is_none());
             }
             let hint = AxisHint::new(true);
             hint.slot().store(first, Ordering::Relaxed);
@@ -744,6 +751,35 @@ mod tests {
                 Dop18::unions_meet(&[&va, &vb], &[&vc, &vd], t, t_end, &hint),
                 Dop18::unions_meet(&[&va, &vb], &[&vc, &vd], t, t_end, &FIXED_AXES)
             );
+        }
+
+        #[test]
+        fn a_short_circuited_test_answers_as_the_full_one_up_to_its_stop(
+            a in trajectories(), b in trajectories(), t in 0.0..2.0f64, span in 1e-3..1.0f64,
+            frac in 0.0..1.0f64, pad in 0.0..0.5f64,
+        ) {
+            let t_end = t + span;
+            let stop = t + frac * span;
+            let dops = (Dop18::fit(&a.0, &a.1, t, t_end, pad), Dop18::fit(&b.0, &b.1, t, t_end, pad));
+            let spheres =
+                (Sphere::fit(&a.0, &a.1, t, t_end, pad), Sphere::fit(&b.0, &b.1, t, t_end, pad));
+            let answers = [
+                (dops.0.overlap_interval(&dops.1, t, t_end),
+                 dops.0.overlap_interval_from(&dops.1, t, stop, t_end, &FIXED_AXES)),
+                (spheres.0.overlap_interval(&spheres.1, t, t_end),
+                 spheres.0.overlap_interval_from(&spheres.1, t, stop, t_end, &FIXED_AXES)),
+            ];
+            let tol = 1e-9 * (1.0 + t_end);
+            for (full, short) in answers {
+                match (full, short) {
+                    (Some((s, _)), None) => prop_assert!(s > stop - tol, "apart to {stop}, meet at {s}"),
+                    (Some((s, _)), Some((s_short, e_short))) => {
+                        prop_assert!((s - s_short).abs() <= tol, "{s} vs {s_short}");
+                        prop_assert!(e_short <= stop + tol, "{e_short} past {stop}");
+                    }
+                    (None, short) => prop_assert!(short.is_none(), "{short:?}"),
+                }
+            }
         }
 
         #[test]

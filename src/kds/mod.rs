@@ -304,6 +304,19 @@ impl BroadPhase {
             s => s.update(state, t, vertices, found))
     }
 
+    /// At an all-vertex event at `t`: the kinetic separation lists compute no certificate past
+    /// `stop`, the next all-vertex event, and re-time the pairs they cut short at this one
+    /// ([`SeparationList::short_circuit`]; `speed.short_circuit`). Other kinds ignore it.
+    pub fn short_circuit(&mut self, t: f64, stop: f64) {
+        match &mut self.inner {
+            Inner::Aabb(l) => l.short_circuit(t, stop),
+            Inner::Dop18(l) => l.short_circuit(t, stop),
+            Inner::Dop26(l) => l.short_circuit(t, stop),
+            Inner::Spheres(l) => l.short_circuit(t, stop),
+            Inner::Swept(_) | Inner::Grid(_) => {}
+        }
+    }
+
     /// When the broad phase next needs [`advance`](Self::advance) (or, at the horizon's end,
     /// [`rebuild`](Self::rebuild)).
     pub fn next_time(&self) -> f64 {

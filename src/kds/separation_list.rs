@@ -16,8 +16,11 @@
 //!   (`eager = false`) skips it and collapses only at horizon rebuilds, as the thesis's lazy
 //!   hand-back did; `ListStats::pair_seconds` measures what that costs.
 //!
-//! **Horizon.** Volumes are valid on `[now, t_end]` and no certificate is computed past `t_end`
-//! (the short-circuit of thesis §8.1): the engine rebuilds the horizon there.
+//! **Horizon.** Volumes are valid on `[now, t_end]` and no certificate is computed past `t_end`:
+//! the engine rebuilds the horizon there. With the short-circuit of thesis §8.1
+//! (`speed.short_circuit`, [`SeparationList::short_circuit`]) no certificate is computed past
+//! the engine's next all-vertex event either; the pairs cut short there are re-timed at that
+//! event.
 //!
 //! **Contingency.** A kick that keeps a vertex near its reference trajectory costs one distance
 //! test ([`References::follows`]). A vertex that strays refits its leaves and the ancestors
@@ -29,7 +32,7 @@
 //! deterministic.
 
 use super::bvh::Bvh;
-use super::kdop::{after, AxisHint, Volume};
+use super::kdop::{after, AxisHint, Volume, FIXED_AXES};
 use super::leaves::{Leaves, References, VertexVolumes, NONE};
 use super::swept_boxes::PairKey;
 use super::PAR_MIN_LEN;
@@ -60,6 +63,9 @@ pub struct ListStats {
     pub retimes: u64,
     /// Leaf volumes refitted after vertices strayed from their references.
     pub leaf_refits: u64,
+    /// Pairs re-timed at all-vertex events because their certificates were cut short there
+    /// (`speed.short_circuit`).
+    pub short_circuit_retimes: u64,
 }
 
 /// Node pairs (structure of arrays, indexed by pair id).
@@ -78,6 +84,8 @@ struct Pairs {
     /// once): entries are `pair << 1 | side`. The lists are singly linked (a node is in a few
     /// pairs, so unlinking walks a short list; back links would cost 8 bytes a pair).
     next: Vec<[u32; 2]>,
+    /// Whether the pair is in the list's `cut` (its certificate stops at `stop`).
+    cut: Vec<bool>,
 }
 
 /// The kinetic separation list over volumes of kind `V` (see the module docs).
@@ -94,6 +102,11 @@ pub struct SeparationList<V> {
     eager: bool,
     now: f64,
     t_end: f64,
+    /// The short-circuit (see [`SeparationList::short_circuit`]): no certificate is computed
+    /// past it; `+inf` when off.
+    stop: f64,
+    /// Pairs whose certificates were cut short at `stop`, to re-time there.
+    cut: Vec<u32>,
     rebuilding: bool,
     pairs: Pairs,
     free: Vec<u32>,
@@ -149,6 +162,8 @@ impl<V: Volume> SeparationList<V> {
             eager,
             now: 0.0,
             t_end: 0.0,
+            stop: f64::INFINITY,
+            cut: Vec::new(),
             rebuilding: false,
             pairs: Pairs::default(),
             free: Vec::new(),
@@ -209,7 +224,8 @@ impl<V: Volume> SeparationList<V> {
             + self.refs.bytes()
             + self.vertex_vols.bytes()
             + (p.a.capacity() + p.b.capacity() + p.child.capacity() + p.sibling.capacity()) * 4
-            + (p.open.capacity() + p.live.capacity())
+            + (p.open.capacity() + p.live.capacity() + p.cut.capacity())
+            + self.cut.capacity() * 4
             + p.next.capacity() * 8
             + (self.head.capacity() + self.node_stamp.capacity() + self.free.capacity()) * 4
             + self.queue.len() * 20
@@ -382,6 +398,26 @@ impl<V: Volume> SeparationList<V> {
         self.scratch_leaves = dirty;
     }
 
+    /// At an all-vertex event at `t` (thesis §8.1): from now on no certificate is computed past
+    /// `stop`, the next all-vertex event (`+inf`: never short-circuit), and the pairs whose
+    /// certificates were cut short at this event are re-timed. Certificates due now are
+    /// processed by the next [`advance`](Self::advance), at `t`.
+    pub fn short_circuit(&mut self, t: f64, stop: f64) {
+        self.account(t);
+        self.stop = stop;
+        let mut pairs = std::mem::take(&mut self.scratch_pairs);
+        pairs.clear();
+        for p in self.cut.drain(..) {
+            self.pairs.cut[p as usize] = false;
+            if self.pairs.live[p as usize] {
+                pairs.push(p);
+            }
+        }
+        self.stats.short_circuit_retimes += pairs.len() as u64;
+        self.schedule_batch(&pairs, t);
+        self.scratch_pairs = pairs;
+    }
+
     /// Processes every certificate due at or before `t`: calls `found` for feature pairs handed
     /// to slabs and `lost` for those taken back.
     pub fn advance(
@@ -497,9 +533,11 @@ impl<V: Volume> SeparationList<V> {
     /// The audit (`--audit`), at `t` (it holds between a kick and the update that follows it,
     /// so the engine may call it at either): every vertex is within the slack of its reference
     /// and inside its leaves' volumes grown by half of `eta1`, every node contains its
-    /// children, and no apart pair whose certificate is not due overlaps. Together: every leaf
-    /// pair that could come within `eta1` before its next event is under an open leaf pair
-    /// (whose features have slabs) or certified apart by a frontier pair.
+    /// children, no apart pair whose certificate is not due overlaps, and no apart pair without
+    /// a certificate may overlap before the horizon's end (before the short-circuit, for the
+    /// pairs cut short there). Together: every leaf pair that could come within `eta1` before
+    /// its next event is under an open leaf pair (whose features have slabs) or certified apart
+    /// by a frontier pair.
     pub fn audit(&self, state: &VertexState, t: f64) -> Result<(), String> {
         let t_end = self.t_end;
         for v in 0..state.len() as u32 {
@@ -538,16 +576,41 @@ impl<V: Volume> SeparationList<V> {
             if !self.pairs.live[p] || self.pairs.open[p] {
                 continue;
             }
-            let due = self
-                .queue
-                .time_of(EventId(p as u32))
-                .is_some_and(|s| s <= t);
-            if !due && self.overlapping(p as u32, t) {
-                return Err(format!(
-                    "frontier pair of nodes {} and {} overlaps at t = {t} but its certificate \
-                     is not due",
-                    self.pairs.a[p], self.pairs.b[p]
-                ));
+            let (a, b) = (self.pairs.a[p], self.pairs.b[p]);
+            match self.queue.time_of(EventId(p as u32)) {
+                Some(s) if s <= t => {}
+                Some(_) if self.overlapping(p as u32, t) => {
+                    return Err(format!(
+                        "frontier pair of nodes {a} and {b} overlaps at t = {t} but its \
+                         certificate is not due"
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    // No certificate: apart until the short-circuit if it was cut short there,
+                    // otherwise until the horizon's end.
+                    let until = if self.pairs.cut[p] {
+                        self.stop_at()
+                    } else {
+                        t_end
+                    };
+                    let meets = self.bvh.vol[a as usize]
+                        .overlap_interval_from(
+                            &self.bvh.vol[b as usize],
+                            t,
+                            until,
+                            t_end,
+                            &FIXED_AXES,
+                        )
+                        .map(|(s, _)| s)
+                        .filter(|&s| s < until);
+                    if let Some(s) = meets {
+                        return Err(format!(
+                            "frontier pair of nodes {a} and {b} has no certificate but may \
+                             overlap at t = {s}, before {until}"
+                        ));
+                    }
+                }
             }
         }
         Ok(())
@@ -561,6 +624,7 @@ impl<V: Volume> SeparationList<V> {
         self.bvh.vol[a as usize].overlap_interval_from(
             &self.bvh.vol[b as usize],
             self.now,
+            self.stop_at(),
             self.t_end,
             &self.pair_axes,
         )
@@ -575,6 +639,7 @@ impl<V: Volume> SeparationList<V> {
             .overlap_interval_from(
                 &self.bvh.vol[b as usize],
                 t,
+                self.t_end.max(t),
                 self.t_end.max(t),
                 &self.pair_axes,
             )
@@ -634,26 +699,38 @@ impl<V: Volume> SeparationList<V> {
         self.queue_certificate(p, s);
     }
 
-    /// Queues pair `p`'s certificate at `s`, or drops it for `None`.
+    /// Queues pair `p`'s certificate at `s`, or drops it for `None`, noting the pair as cut
+    /// short when the certificate stopped at the short-circuit rather than the horizon's end.
     fn queue_certificate(&mut self, p: u32, s: Option<f64>) {
         let id = EventId(p);
         match s {
             Some(s) => self.queue.update(id, s),
             None => {
                 self.queue.remove(id);
+                let waits = self.eager || !self.pairs.open[p as usize];
+                if waits && self.stop < self.t_end && !self.pairs.cut[p as usize] {
+                    self.pairs.cut[p as usize] = true;
+                    self.cut.push(p);
+                }
             }
         }
     }
 
+    /// The end of the certified span: the horizon's end, or the short-circuit before it.
+    fn stop_at(&self) -> f64 {
+        self.stop.min(self.t_end)
+    }
+
     /// When pair `p`'s next certificate fails, as seen at `t` (the current time); `None`: not
-    /// before the horizon's end.
+    /// before the horizon's end (or the short-circuit before it).
     fn next_certificate(&self, p: u32, t: f64) -> Option<f64> {
+        let stop = self.stop_at();
         let interval = self.interval(p);
         let overlapping = interval.is_some_and(|(s, _)| s <= t);
         if self.pairs.open[p as usize] {
             match interval {
                 _ if !overlapping => (self.eager || self.rebuilding).then_some(t),
-                Some((_, e)) if self.eager && e < self.t_end => {
+                Some((_, e)) if self.eager && e < stop => {
                     // Overlapping at t: it stops strictly later.
                     Some(if e > t { e } else { after(t) })
                 }
@@ -661,7 +738,7 @@ impl<V: Volume> SeparationList<V> {
             }
         } else {
             match interval {
-                Some((s, _)) if s <= t || s < self.t_end => Some(s.max(t)),
+                Some((s, _)) if s <= t || s < stop => Some(s.max(t)),
                 _ => None,
             }
         }
@@ -697,6 +774,7 @@ impl<V: Volume> SeparationList<V> {
                 q.open.push(false);
                 q.live.push(false);
                 q.next.push([NONE; 2]);
+                q.cut.push(false);
                 (q.a.len() - 1) as u32
             }
         };

@@ -319,6 +319,8 @@ struct SpeedTable {
     axis_ordering: Option<bool>,
     fuzzy_trajectories: Option<bool>,
     quality_loss: Option<f64>,
+    parking: Option<bool>,
+    short_circuit: Option<bool>,
 }
 
 /// `speed.preset` values.
@@ -330,11 +332,13 @@ enum PresetName {
 }
 
 impl SpeedTable {
-    /// The preset (default `all`) with the switches given on their own applied over it.
+    /// The preset (without one, [`SpeedSettings::DEFAULT`]) with the switches given on their
+    /// own applied over it.
     fn settings(&self) -> SpeedSettings {
         let mut speed = match self.preset {
             Some(PresetName::None) => SpeedSettings::NONE,
-            Some(PresetName::All) | None => SpeedSettings::ALL,
+            Some(PresetName::All) => SpeedSettings::ALL,
+            None => SpeedSettings::DEFAULT,
         };
         let given = [
             self.super_elements,
@@ -342,6 +346,8 @@ impl SpeedTable {
             self.layer_super_events,
             self.axis_ordering,
             self.fuzzy_trajectories,
+            self.parking,
+            self.short_circuit,
         ];
         for (name, value) in SpeedSettings::NAMES.into_iter().zip(given) {
             if let (Some(flag), Some(value)) = (speed.flag_mut(name), value) {

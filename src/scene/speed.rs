@@ -36,6 +36,19 @@ pub struct SpeedSettings {
     /// The quality loss `QL` in `[0, 1)` of fuzzy trajectories: larger looks at each slab
     /// earlier and tolerates larger kicks.
     pub quality_loss: f64,
+    /// A near-future heap plus a parking area (§8.1): slab certificates that fail after the
+    /// next all-vertex event (a whole-mesh force tick) stay out of the event queue, since that
+    /// event re-times every slab anyway. Changes only when certificates look: frames are
+    /// bit-identical. Only with exact schedules: fuzzy trajectories keep a slab's time across
+    /// all-vertex events, so with them nothing is parked.
+    pub parking: bool,
+    /// Short-circuited scheduling (§8.1): the separation list computes a node pair's
+    /// certificate only up to the next all-vertex event rather than to the horizon's end, and
+    /// re-times the pairs it cut short at that event. Changes only when certificates look:
+    /// frames are bit-identical. Off by default: this broad phase does not otherwise re-time
+    /// its pairs at all-vertex events, so the re-timing costs far more than the short tests
+    /// save (`benches/README.md`).
+    pub short_circuit: bool,
 }
 
 /// The default quality loss: the fastest value of the sweeps in `benches/README.md`
@@ -43,7 +56,7 @@ pub struct SpeedSettings {
 pub(super) const DEFAULT_QUALITY_LOSS: f64 = 0.3;
 
 impl SpeedSettings {
-    /// Every optimization on (the default).
+    /// Every optimization on (`speed.preset = "all"`).
     pub const ALL: Self = Self {
         super_elements: true,
         clock_bins: true,
@@ -51,6 +64,15 @@ impl SpeedSettings {
         axis_ordering: true,
         fuzzy_trajectories: true,
         quality_loss: DEFAULT_QUALITY_LOSS,
+        parking: true,
+        short_circuit: true,
+    };
+
+    /// The default: every optimization that pays, that is all but
+    /// [`short_circuit`](Self::short_circuit).
+    pub const DEFAULT: Self = Self {
+        short_circuit: false,
+        ..Self::ALL
     };
 
     /// Every optimization off: the unoptimized engine the table of `benches/README.md` starts
@@ -62,15 +84,19 @@ impl SpeedSettings {
         axis_ordering: false,
         fuzzy_trajectories: false,
         quality_loss: DEFAULT_QUALITY_LOSS,
+        parking: false,
+        short_circuit: false,
     };
 
     /// The switch names, in the order the table of `benches/README.md` turns them on.
-    pub const NAMES: [&'static str; 5] = [
+    pub const NAMES: [&'static str; 7] = [
         "super_elements",
         "clock_bins",
         "layer_super_events",
         "axis_ordering",
         "fuzzy_trajectories",
+        "parking",
+        "short_circuit",
     ];
 
     /// The flag called `name` (one of [`NAMES`](Self::NAMES)).
@@ -81,6 +107,8 @@ impl SpeedSettings {
             "layer_super_events" => Some(&mut self.layer_super_events),
             "axis_ordering" => Some(&mut self.axis_ordering),
             "fuzzy_trajectories" => Some(&mut self.fuzzy_trajectories),
+            "parking" => Some(&mut self.parking),
+            "short_circuit" => Some(&mut self.short_circuit),
             _ => None,
         }
     }
@@ -88,7 +116,7 @@ impl SpeedSettings {
 
 impl Default for SpeedSettings {
     fn default() -> Self {
-        Self::ALL
+        Self::DEFAULT
     }
 }
 
