@@ -198,10 +198,11 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
         }
     }
     let free_vertices = state.inv_mass.iter().filter(|&&w| w > 0.0).count();
-    let gravity_clock = if binned {
-        median_elastic_step(&springs, &hinges, &state).unwrap_or(external_clock)
-    } else {
-        external_clock
+    let gravity_clock = match median_elastic_step(&springs, &hinges, &state) {
+        Some(h) if binned && integ.clock.is_none() => {
+            scene.frame_interval / (scene.frame_interval / h).ceil()
+        }
+        _ => external_clock,
     };
     if scene.gravity != DVec3::ZERO && free_vertices > 0 {
         if super_elements {
@@ -361,12 +362,11 @@ fn too_close(close: &TooClose, objects: &[ObjectRange], scene: &Scene) -> SceneE
 }
 
 /// The median over free vertices of each vertex's elastic step (the finest clock bin among the
-/// elements that touch it): gravity's clock when elastic clocks are binned. Gravity is a linear
-/// potential, stable at any clock (DESIGN §4); sampling it as finely as the typical vertex
-/// already moves keeps its error at the elastic discretisation's, while the stiffest few
-/// elements no longer make every vertex take their clock. A power-of-two bin clock, so its
-/// ticks fall on those of the bins at and below it. `None` when no elastic element moves a free
-/// vertex.
+/// elements that touch it): gravity's pace when elastic clocks are binned, rounded down to divide
+/// the frame interval (DESIGN §4). Gravity is a linear potential, stable at any clock; sampling
+/// it as finely as the typical vertex already moves keeps its error at the elastic
+/// discretisation's, while the stiffest few elements no longer make every vertex take their
+/// clock. `None` when no elastic element moves a free vertex.
 fn median_elastic_step(
     springs: &SpringFamily,
     hinges: &HingeFamily,
