@@ -171,7 +171,7 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
         if drag_rate > 0.0 {
             pace = pace.min(integ.safety / drag_rate);
         }
-        scene.frame_interval / (scene.frame_interval / pace).ceil()
+        dividing(scene.frame_interval, pace)
     });
 
     let mut forces = Vec::new();
@@ -198,11 +198,11 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
         }
     }
     let free_vertices = state.inv_mass.iter().filter(|&&w| w > 0.0).count();
-    let gravity_clock = match median_elastic_step(&springs, &hinges, &state) {
-        Some(h) if binned && integ.clock.is_none() => {
-            scene.frame_interval / (scene.frame_interval / h).ceil()
-        }
-        _ => external_clock,
+    let gravity_clock = if binned && integ.clock.is_none() {
+        median_elastic_step(&springs, &hinges, &state)
+            .map_or(external_clock, |h| dividing(scene.frame_interval, h))
+    } else {
+        external_clock
     };
     if scene.gravity != DVec3::ZERO && free_vertices > 0 {
         if super_elements {
@@ -359,6 +359,11 @@ fn too_close(close: &TooClose, objects: &[ObjectRange], scene: &Scene) -> SceneE
             close.distance, scene.contact.eta1
         ),
     )
+}
+
+/// The largest clock no larger than `pace` that divides `frame_interval`.
+fn dividing(frame_interval: f64, pace: f64) -> f64 {
+    frame_interval / (frame_interval / pace).ceil()
 }
 
 /// The median over free vertices of each vertex's elastic step (the finest clock bin among the

@@ -542,6 +542,12 @@ impl Contact {
         queue.update(self.broad_event, self.boxes.next_time());
     }
 
+    /// Whether [`after_global_kick`](Self::after_global_kick) uses the time of the next
+    /// all-vertex event (parking or short-circuiting is on).
+    pub(super) fn schedules_against_all_vertex_events(&self) -> bool {
+        self.parking || self.short_circuit
+    }
+
     /// After every vertex's velocity may have changed at `t` (a super-element or gravity tick):
     /// re-sweep every box (only the vertices that leave theirs cost broad-phase work) and re-time
     /// every slab (the event-event edge of a whole-mesh event: all certificates are contingent).

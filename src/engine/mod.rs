@@ -650,7 +650,15 @@ impl Simulation {
     /// Re-times every certificate after whole-mesh force ticks at the current time.
     fn flush_global_kick(&mut self) {
         self.pending_global_kick = false;
-        let next = self.next_all_vertex_event();
+        let Some(c) = &self.contact else {
+            return;
+        };
+        // Only parking and short-circuiting look ahead; the scan is skipped otherwise.
+        let next = if c.schedules_against_all_vertex_events() {
+            self.next_all_vertex_event()
+        } else {
+            f64::INFINITY
+        };
         if let Some(c) = &mut self.contact {
             let t = self.time;
             c.after_global_kick(&self.state, t, next, &mut self.events, &mut self.queue);
