@@ -1,4 +1,5 @@
-//! Closest points between contact primitives: vertex-triangle (VT) and edge-edge (EE).
+//! Closest points between contact primitives: vertex-triangle (VT) and edge-edge (EE), and
+//! between two triangles (the nearest of their fifteen VT and EE feature pairs).
 //!
 //! Both queries are total: for finite input they return finite weights/parameters in range and
 //! a finite distance, whatever the geometry (zero-area triangles, zero-length or parallel
@@ -169,6 +170,98 @@ pub fn edge_edge(p0: DVec3, p1: DVec3, q0: DVec3, q1: DVec3) -> EeClosest {
     }
 }
 
+/// Closest points between triangles `A` and `B`: barycentric weights of the closest point on
+/// each, and their distance.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TtClosest {
+    /// Weights of the closest point on `A` over `A`'s three vertices (sum 1, each `>= 0`).
+    pub weights_a: [f64; 3],
+    /// Weights of the closest point on `B` over `B`'s three vertices.
+    pub weights_b: [f64; 3],
+    /// Distance between the two closest points.
+    pub distance: f64,
+}
+
+/// One of the fifteen feature pairs of two triangles, by local vertex index (`0..3` are
+/// triangle A's vertices, `3..6` triangle B's), in the vertex order of
+/// [`crate::contact::penalty`]: VT `[p, a, b, c]`, EE `[p0, p1, q0, q1]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TriangleFeature {
+    /// A vertex of one triangle against the other triangle.
+    VertexTriangle([usize; 4]),
+    /// An edge of A against an edge of B.
+    EdgeEdge([usize; 4]),
+}
+
+impl TriangleFeature {
+    /// The feature's four local vertex indices.
+    pub const fn verts(self) -> [usize; 4] {
+        match self {
+            Self::VertexTriangle(v) | Self::EdgeEdge(v) => v,
+        }
+    }
+}
+
+/// The fifteen feature pairs of two vertex-disjoint triangles, in a fixed order: each vertex
+/// of A against B, each vertex of B against A, then the edges of A (`01, 12, 20`) against
+/// those of B, row by row.
+pub const TRIANGLE_PAIR_FEATURES: [TriangleFeature; 15] = {
+    use TriangleFeature::{EdgeEdge, VertexTriangle};
+    const E: [[usize; 2]; 3] = [[0, 1], [1, 2], [2, 0]];
+    let mut out = [VertexTriangle([0; 4]); 15];
+    let mut i = 0;
+    while i < 3 {
+        out[i] = VertexTriangle([i, 3, 4, 5]);
+        out[3 + i] = VertexTriangle([3 + i, 0, 1, 2]);
+        let mut j = 0;
+        while j < 3 {
+            out[6 + 3 * i + j] = EdgeEdge([E[i][0], E[i][1], 3 + E[j][0], 3 + E[j][1]]);
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+};
+
+/// Closest points between triangles `a` and `b`.
+///
+/// Two triangles that do not intersect are closest at a vertex of one against the other or at
+/// an edge of each, so the answer is the nearest of the fifteen feature pairs
+/// ([`TRIANGLE_PAIR_FEATURES`], in that order; the first wins ties). For intersecting triangles
+/// the distance is that of the nearest feature pair, not 0: callers use it only between
+/// triangles kept apart.
+#[inline]
+pub fn triangle_triangle(a: [DVec3; 3], b: [DVec3; 3]) -> TtClosest {
+    let x = [a[0], a[1], a[2], b[0], b[1], b[2]];
+    let mut best = ([0.0; 6], f64::INFINITY);
+    for feature in TRIANGLE_PAIR_FEATURES {
+        // Weights of each closest point over its own triangle's vertices.
+        let mut w = [0.0; 6];
+        let distance = match feature {
+            TriangleFeature::VertexTriangle([p, q0, q1, q2]) => {
+                let c = vertex_triangle(x[p], x[q0], x[q1], x[q2]);
+                w[p] = 1.0;
+                (w[q0], w[q1], w[q2]) = (c.weights[0], c.weights[1], c.weights[2]);
+                c.distance
+            }
+            TriangleFeature::EdgeEdge([p0, p1, q0, q1]) => {
+                let c = edge_edge(x[p0], x[p1], x[q0], x[q1]);
+                (w[p0], w[p1], w[q0], w[q1]) = (1.0 - c.s, c.s, 1.0 - c.t, c.t);
+                c.distance
+            }
+        };
+        if distance < best.1 {
+            best = (w, distance);
+        }
+    }
+    let (w, distance) = best;
+    TtClosest {
+        weights_a: [w[0], w[1], w[2]],
+        weights_b: [w[3], w[4], w[5]],
+        distance,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,6 +387,39 @@ mod tests {
             // Collinear too.
             let r2 = check_ee(p0, p1, p0 + s0 * dir, p0 + s1 * dir);
             prop_assert!(r2.distance <= brute_ee(p0, p1, p0 + s0 * dir, p0 + s1 * dir, 2000) + 1e-12);
+        }
+
+        #[test]
+        fn tt_is_the_nearest_points_of_two_separate_triangles(
+            a0 in pt(), a1 in pt(), a2 in pt(), b0 in pt(), b1 in pt(), b2 in pt(), gap in 0.0f64..3.0
+        ) {
+            // B above A along z (possibly overlapping in z: then the triangles may be closest
+            // anywhere, but must not intersect, which a shift past A's extent guarantees).
+            let shift = DVec3::new(0.0, 0.0, 4.0 + gap);
+            let a = [v3(a0), v3(a1), v3(a2)];
+            let b = [v3(b0) + shift, v3(b1) + shift, v3(b2) + shift];
+            let r = triangle_triangle(a, b);
+            for w in [r.weights_a, r.weights_b] {
+                prop_assert!(w.iter().all(|&x| x >= 0.0));
+                prop_assert!((w.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+            }
+            let pa = r.weights_a[0] * a[0] + r.weights_a[1] * a[1] + r.weights_a[2] * a[2];
+            let pb = r.weights_b[0] * b[0] + r.weights_b[1] * b[1] + r.weights_b[2] * b[2];
+            prop_assert!(((pa - pb).length() - r.distance).abs() <= 1e-9 * (1.0 + r.distance));
+            // Sampling A densely against B exactly: never nearer than the answer, and within
+            // the grid's spacing of it.
+            let n = 60;
+            let mut brute = f64::INFINITY;
+            for i in 0..=n {
+                for j in 0..=(n - i) {
+                    let (u, v) = (i as f64 / n as f64, j as f64 / n as f64);
+                    let p = a[0] + u * (a[1] - a[0]) + v * (a[2] - a[0]);
+                    brute = brute.min(vertex_triangle(p, b[0], b[1], b[2]).distance);
+                }
+            }
+            prop_assert!(r.distance <= brute + 1e-12);
+            let lmax = (a[1] - a[0]).length().max((a[2] - a[0]).length());
+            prop_assert!(brute - r.distance <= 2.0 * lmax / n as f64 + 1e-12);
         }
 
         #[test]

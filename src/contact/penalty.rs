@@ -35,7 +35,7 @@
 //! conserves it exactly (up to round-off; with the fallback normal `d ~ 0`), the friction part
 //! changes it by `d n x f`, an O(d) couple.
 
-use super::closest::{edge_edge, vertex_triangle};
+use super::closest::{edge_edge, vertex_triangle, TriangleFeature, TRIANGLE_PAIR_FEATURES};
 use glam::DVec3;
 
 /// Relative threshold (against the largest coordinate magnitude) below which the closest-point
@@ -119,6 +119,119 @@ pub fn edge_edge_impulse(
     let geometric = d1.cross(d2);
     let longest = longest_of([d1, d2, d2]);
     pair_impulse(c, x, v, inv_mass, cl.distance, geometric, longest, params)
+}
+
+/// Impulses of one tick of a penalty layer on a pair of vertex-disjoint triangles
+/// (`speed.triangle_pairs`, thesis §8.3): the sum over their fifteen feature pairs
+/// ([`TRIANGLE_PAIR_FEATURES`]) of each feature's VT or EE impulse scaled by `shares[f]`.
+///
+/// `x = [a0, a1, a2, b0, b1, b2]`. A feature pair lies in `k` triangle pairs, and each of
+/// them applies `1/k` of its impulse (`shares[f] = 1/k`): a feature pair closer than `eta`
+/// makes every triangle pair it lies in closer than `eta` too, so all `k` tick together and
+/// the feature's full impulse is applied once, up to rounding.
+///
+/// Feature pairs that the triangles' planes show to be farther than `eta` (a vertex far from
+/// the other triangle's plane, an edge wholly on one side of it) are skipped: their impulse is
+/// zero ([`FarFeatures`]). The distance, normal and `separating` flag are those of the nearest
+/// feature pair evaluated (the first in the fixed order wins ties); when every one was
+/// skipped, the distance is `+inf`, the normal the direction from B's centroid to A's, and the
+/// pair separates if the centroids move apart.
+#[inline]
+pub fn triangle_pair_impulse(
+    x: [DVec3; 6],
+    v: [DVec3; 6],
+    inv_mass: [f64; 6],
+    shares: &[f64; 15],
+    params: &PenaltyParams,
+) -> PairImpulse<6> {
+    let far = FarFeatures::new(&x, params.eta);
+    let mut out = PairImpulse {
+        impulses: [DVec3::ZERO; 6],
+        distance: f64::INFINITY,
+        normal: DVec3::Z,
+        separating: false,
+    };
+    for (f, (feature, &share)) in TRIANGLE_PAIR_FEATURES.iter().zip(shares).enumerate() {
+        if far.skips(f) {
+            continue;
+        }
+        let l = feature.verts();
+        let (xf, vf, mf) = (l.map(|i| x[i]), l.map(|i| v[i]), l.map(|i| inv_mass[i]));
+        let impulse = match feature {
+            TriangleFeature::VertexTriangle(_) => vertex_triangle_impulse(xf, vf, mf, params),
+            TriangleFeature::EdgeEdge(_) => edge_edge_impulse(xf, vf, mf, params),
+        };
+        if impulse.distance < params.eta {
+            for (&i, j) in l.iter().zip(impulse.impulses) {
+                out.impulses[i] += share * j;
+            }
+        }
+        if impulse.distance < out.distance {
+            out.distance = impulse.distance;
+            out.normal = impulse.normal;
+            out.separating = impulse.separating;
+        }
+    }
+    if out.distance == f64::INFINITY {
+        let centroid = |y: &[DVec3]| (y[0] + y[1] + y[2]) / 3.0;
+        out.normal = (centroid(&x[..3]) - centroid(&x[3..]))
+            .try_normalize()
+            .unwrap_or(DVec3::Z);
+        out.separating = true;
+    }
+    out
+}
+
+/// Which feature pairs of a triangle pair are certainly farther apart than `eta`, by the
+/// triangles' planes: a triangle lies in its plane, so a vertex (or an edge wholly on one side)
+/// farther than `eta` from one triangle's plane is farther than `eta` from every feature of
+/// that triangle. A tolerance of `1e-9` of the coordinates' magnitude covers the rounding of
+/// the plane distances, so a skipped feature pair's own distance test would find it beyond
+/// `eta` too. A degenerate triangle's plane skips nothing.
+#[derive(Clone, Copy, Debug)]
+pub struct FarFeatures {
+    /// Per vertex of the pair: whether it is farther than `eta` from the other triangle's
+    /// plane, and on which side (`1.0` or `-1.0`; `0.0` when not far).
+    side: [f64; 6],
+}
+
+impl FarFeatures {
+    /// The far vertices of triangle pair `x = [a0, a1, a2, b0, b1, b2]` for layer thickness
+    /// `eta`.
+    #[inline]
+    pub fn new(x: &[DVec3; 6], eta: f64) -> Self {
+        let scale = x.iter().fold(0.0f64, |m, p| m.max(p.abs().max_element()));
+        let reach = eta + 1e-9 * scale;
+        let mut side = [0.0; 6];
+        for (own, other) in [(0, 3), (3, 0)] {
+            let (o0, o1, o2) = (x[other], x[other + 1], x[other + 2]);
+            let Some(n) = (o1 - o0).cross(o2 - o0).try_normalize() else {
+                continue;
+            };
+            for i in own..own + 3 {
+                let d = (x[i] - o0).dot(n);
+                if d.abs() > reach {
+                    side[i] = d.signum();
+                }
+            }
+        }
+        Self { side }
+    }
+
+    /// Whether feature pair `f` (an index into [`TRIANGLE_PAIR_FEATURES`]) is farther than
+    /// `eta`: a VT pair whose vertex is far, or an EE pair with an edge whose two ends are far
+    /// on the same side.
+    #[inline]
+    pub fn skips(&self, f: usize) -> bool {
+        match TRIANGLE_PAIR_FEATURES[f] {
+            TriangleFeature::VertexTriangle([p, ..]) => self.side[p] != 0.0,
+            TriangleFeature::EdgeEdge([p0, p1, q0, q1]) => {
+                let wholly =
+                    |a: usize, b: usize| self.side[a] != 0.0 && self.side[a] == self.side[b];
+                wholly(p0, p1) || wholly(q0, q1)
+            }
+        }
+    }
 }
 
 #[inline]
@@ -279,6 +392,62 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn a_triangle_pair_sums_its_feature_impulses_by_share(
+            a in prop::array::uniform3(prop::array::uniform3(-1.0f64..1.0)),
+            b in prop::array::uniform3(prop::array::uniform3(-1.0f64..1.0)),
+            vs in prop::array::uniform6(prop::array::uniform3(-1.0f64..1.0)),
+            lift in 2.0f64..2.5, mu in 0.0f64..1.0,
+        ) {
+            let mut x = [DVec3::ZERO; 6];
+            for i in 0..3 {
+                x[i] = v3(a[i]);
+                x[3 + i] = v3(b[i]) + DVec3::new(0.0, 0.0, lift);
+            }
+            let v = vs.map(v3);
+            let p = params(1.5, 0.5, mu, false);
+            let shares: [f64; 15] = std::array::from_fn(|f| 1.0 / (1 + f % 4) as f64);
+            let out = triangle_pair_impulse(x, v, [1.0; 6], &shares, &p);
+            let mut expect = [DVec3::ZERO; 6];
+            let mut nearest = f64::INFINITY;
+            for (feature, share) in TRIANGLE_PAIR_FEATURES.iter().zip(shares) {
+                let l = feature.verts();
+                let kernel = match feature {
+                    TriangleFeature::VertexTriangle(_) => KERNELS[0],
+                    TriangleFeature::EdgeEdge(_) => KERNELS[1],
+                };
+                let f = kernel(l.map(|i| x[i]), l.map(|i| v[i]), [1.0; 4], &p);
+                nearest = nearest.min(f.distance);
+                for k in 0..4 {
+                    expect[l[k]] += share * f.impulses[k];
+                }
+            }
+            // The nearest feature pair, when it is within eta; beyond eta, at least eta.
+            if nearest < p.eta {
+                prop_assert_eq!(out.distance, nearest);
+            } else {
+                prop_assert!(out.distance >= p.eta);
+            }
+            // Every feature pair skipped by the planes' test is beyond eta.
+            let far = FarFeatures::new(&x, p.eta);
+            for (f, feature) in TRIANGLE_PAIR_FEATURES.iter().enumerate() {
+                let [p0, p1, p2, p3] = feature.verts().map(|i| x[i]);
+                let d = match feature {
+                    TriangleFeature::VertexTriangle(_) => vertex_triangle(p0, p1, p2, p3).distance,
+                    TriangleFeature::EdgeEdge(_) => edge_edge(p0, p1, p2, p3).distance,
+                };
+                prop_assert!(!far.skips(f) || d >= p.eta, "feature {f} at {d} < {}", p.eta);
+            }
+            let scale = expect.iter().map(|j| j.length()).fold(0.0, f64::max);
+            let mut total = DVec3::ZERO;
+            for (got, want) in out.impulses.iter().zip(expect) {
+                prop_assert!((*got - want).length() <= 1e-12 * (1.0 + scale));
+                total += *got;
+            }
+            // Every feature's impulses sum to zero, so the pair's do: momentum is conserved.
+            prop_assert!(total.length() <= 1e-12 * (1.0 + scale));
+        }
 
         #[test]
         fn impulse_is_minus_h_grad_energy(xs in pts(), kind in 0usize..2) {

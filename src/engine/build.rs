@@ -265,6 +265,7 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
                 .then_some(scene.speed.quality_loss),
             short_circuit: scene.speed.short_circuit,
             parking: scene.speed.parking,
+            triangle_pairs: scene.speed.triangle_pairs,
         };
         let contact = Contact::new(
             setup,

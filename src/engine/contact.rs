@@ -2,7 +2,9 @@
 //! contingency from vertices to the certificates they support (thesis Alg. 7, Table 5.1).
 //!
 //! Pairs are vertex-triangle (VT) and edge-edge (EE) pairs of primitives sharing no vertex,
-//! found by the broad phase ([`BroadPhase`]: by default the kinetic separation list). Each pair has a *certified layer* `L`: a
+//! found by the broad phase ([`BroadPhase`]: by default the kinetic separation list), or, with
+//! `speed.triangle_pairs`, the vertex-disjoint triangle pairs that contain them
+//! ([`super::triangle_pairs`]). Each pair has a *certified layer* `L`: a
 //! separation slab certifies that the pair stays at least `eta(L)` apart, and layers
 //! `1 .. L - 1` are active: the pair is a member of each layer's super-event
 //! ([`LayerEvents`]), which ticks on the layer's fixed clock.
@@ -16,16 +18,19 @@ use rayon::prelude::*;
 
 use super::contingency::Contingency;
 use super::layer_events::{LayerEvents, Member};
+use super::triangle_pairs::{ContactKey, TriangleTopology};
 use super::RunError;
-use crate::contact::closest::{edge_edge, vertex_triangle};
+use crate::contact::closest::{
+    edge_edge, triangle_triangle, vertex_triangle, TriangleFeature, TRIANGLE_PAIR_FEATURES,
+};
 use crate::contact::layers::LayerSchedule;
 use crate::contact::penalty::{
-    edge_edge_impulse, vertex_triangle_impulse, PairImpulse, PenaltyParams,
+    edge_edge_impulse, triangle_pair_impulse, vertex_triangle_impulse, PairImpulse, PenaltyParams,
 };
 use crate::events::{EventKind, EventQueue, EventTable};
 use crate::ids::EventId;
 use crate::kds::slab::{
-    build_slab, failure_time, fuzzy_schedule, holds, within_budget, ClosingBudget, Slab, NO_BUDGET,
+    build_slab, failure_time, fuzzy_schedule, holds, no_budget, within_budget, ClosingBudget, Slab,
 };
 use crate::kds::swept_boxes::PairKey;
 use crate::kds::{BroadPhase, BroadPhaseKind, BroadPhaseStats};
@@ -73,6 +78,9 @@ pub struct ContactStats {
     pub parked: u64,
     /// Most candidate pairs (each holding one certificate) alive at once.
     pub certificates_peak: usize,
+    /// Contact pairs of two triangles added (`speed.triangle_pairs`; the rest are VT and EE
+    /// pairs).
+    pub triangle_pairs: u64,
     /// Smallest pair distance seen at a slab failure or a penalty tick (cm).
     pub min_distance: f64,
     /// Broad-phase counters, as of the last horizon rebuild.
@@ -82,17 +90,21 @@ pub struct ContactStats {
 /// One candidate pair (structure of arrays, indexed by pair id).
 #[derive(Debug, Default)]
 struct Pairs {
-    key: Vec<PairKey>,
-    /// `[p, a, b, c]` for VT, `[p0, p1, q0, q1]` for EE.
-    verts: Vec<[u32; 4]>,
+    key: Vec<ContactKey>,
+    /// `[p, a, b, c]` for VT, `[p0, p1, q0, q1]` for EE (then two unused slots),
+    /// `[a0, a1, a2, b0, b1, b2]` for a triangle pair.
+    verts: Vec<[u32; 6]>,
+    /// For a triangle pair, the number of triangle pairs each of its feature pairs lies in
+    /// ([`TriangleTopology::multiplicities`]); unused for a feature pair.
+    multiplicity: Vec<[u16; 15]>,
     /// The layer the slab certifies; layers below it are active.
     certified: Vec<u32>,
     slab: Vec<Option<Slab>>,
     /// Time at which `slab.point` is exact.
     slab_time: Vec<f64>,
-    /// The fuzzy-trajectory budget the slab was scheduled with ([`NO_BUDGET`] without fuzzy
-    /// trajectories).
-    budget: Vec<ClosingBudget>,
+    /// The fuzzy-trajectory budget the slab was scheduled with ([`no_budget`] without fuzzy
+    /// trajectories; a feature pair uses the first four).
+    budget: Vec<ClosingBudget<6>>,
     /// The slab-failure event.
     cert: Vec<EventId>,
     /// Number of active layers: `1..=active` are.
@@ -114,9 +126,11 @@ pub(super) struct Contact {
     /// Fuzzy trajectories' quality loss `QL` (thesis §8.2), or `None` for exact schedules.
     quality_loss: Option<f64>,
     boxes: BroadPhase,
+    /// The triangle adjacency of triangle-pair contact (`speed.triangle_pairs`), or `None`.
+    triangle_pairs: Option<TriangleTopology>,
     pairs: Pairs,
     free_pairs: Vec<u32>,
-    index: HashMap<PairKey, u32>,
+    index: HashMap<ContactKey, u32>,
     contingency: Contingency,
     layer_events: LayerEvents,
     clocks: Vec<f64>,
@@ -124,13 +138,15 @@ pub(super) struct Contact {
     vertex_stamp: Vec<u32>,
     vertex_epoch: u32,
     kicked: Vec<u32>,
-    impulses: Vec<PairImpulse<4>>,
+    impulses: Vec<PairImpulse<6>>,
     /// Scratch of `reschedule`: the contingent pairs, their new slabs and queue updates.
     contingent: Vec<u32>,
     retimed: Vec<Option<Retimed>>,
     updates: Vec<(EventId, f64)>,
     broad_event: EventId,
     found: Vec<PairKey>,
+    /// Scratch: the contact pairs standing for `found`.
+    found_pairs: Vec<ContactKey>,
     /// `0..n`, the stencil of whole-mesh events.
     all_vertices: Vec<u32>,
     /// Whether to park certificates beyond the next all-vertex event (`speed.parking`).
@@ -170,6 +186,9 @@ pub(super) struct ContactSetup {
     /// Slab certificates beyond the next all-vertex event stay out of the queue
     /// (`speed.parking`).
     pub(super) parking: bool,
+    /// Contact pairs of vertex-disjoint triangles rather than of their feature pairs
+    /// (`speed.triangle_pairs`).
+    pub(super) triangle_pairs: bool,
 }
 
 /// A pair closer than `eta1` at the start.
@@ -196,6 +215,9 @@ impl Contact {
             .filter(|&i| state.inv_mass[i] > 0.0)
             .map(|i| state.mass[i])
             .fold(f64::INFINITY, f64::min);
+        let triangle_pairs = setup
+            .triangle_pairs
+            .then(|| TriangleTopology::new(n, &edges, &triangles));
         let mut boxes = BroadPhase::new(
             setup.broad_phase,
             edges,
@@ -215,6 +237,7 @@ impl Contact {
             window: setup.window,
             quality_loss: setup.quality_loss,
             boxes,
+            triangle_pairs,
             pairs: Pairs::default(),
             free_pairs: Vec::new(),
             index: HashMap::new(),
@@ -237,6 +260,7 @@ impl Contact {
             updates: Vec::new(),
             broad_event,
             found: Vec::new(),
+            found_pairs: Vec::new(),
             all_vertices: (0..n as u32).collect(),
             stats: ContactStats {
                 min_distance: f64::INFINITY,
@@ -251,8 +275,8 @@ impl Contact {
         found.dedup();
         let mut worst: Option<TooClose> = None;
         for &key in &found {
-            let verts = contact.verts_of(key);
-            let d = pair_distance(key, &verts.map(|v| state.x[v as usize]));
+            let verts = contact.feature_verts(key);
+            let d = feature_distance(key, &verts.map(|v| state.x[v as usize]));
             if d < contact.schedule.eta(1) && worst.as_ref().is_none_or(|w| d < w.distance) {
                 worst = Some(TooClose {
                     key,
@@ -269,7 +293,8 @@ impl Contact {
         Ok(contact)
     }
 
-    fn verts_of(&self, key: PairKey) -> [u32; 4] {
+    /// The four vertices of a feature pair, side A first.
+    fn feature_verts(&self, key: PairKey) -> [u32; 4] {
         match key {
             PairKey::VertexTriangle(v, t) => {
                 let [a, b, c] = self.boxes.triangles()[t as usize];
@@ -281,6 +306,60 @@ impl Contact {
                 [a, b, c, d]
             }
         }
+    }
+
+    /// The vertices of a contact pair (the last two unused for a feature pair).
+    fn verts_of(&self, key: ContactKey) -> [u32; 6] {
+        match key {
+            ContactKey::Feature(f) => {
+                let [a, b, c, d] = self.feature_verts(f);
+                [a, b, c, d, a, a]
+            }
+            ContactKey::Triangles(s, t) => self.topology().verts(s, t),
+        }
+    }
+
+    /// The triangle adjacency, which exists whenever a triangle pair does.
+    fn topology(&self) -> &TriangleTopology {
+        self.triangle_pairs
+            .as_ref()
+            .expect("triangle pairs exist only with speed.triangle_pairs")
+    }
+
+    /// The vertices of pair `id` that it uses: four or six.
+    fn pair_verts(&self, id: u32) -> &[u32] {
+        let i = id as usize;
+        &self.pairs.verts[i][..self.pairs.key[i].len()]
+    }
+
+    /// Whether some feature pair that contact pair `key` stands for overlaps in the broad phase.
+    fn overlaps(&self, key: ContactKey) -> bool {
+        match key {
+            ContactKey::Feature(f) => self.boxes.overlaps(f),
+            ContactKey::Triangles(s, t) => self
+                .topology()
+                .features(s, t)
+                .into_iter()
+                .any(|f| self.boxes.overlaps(f)),
+        }
+    }
+
+    /// The contact pairs that stand for the feature pairs `found` (the same keys unless
+    /// triangle pairs are on), sorted and without repeats, into `self.found_pairs`.
+    fn contact_keys(&mut self, found: &[PairKey]) {
+        let mut keys = std::mem::take(&mut self.found_pairs);
+        keys.clear();
+        match &self.triangle_pairs {
+            None => keys.extend(found.iter().map(|&k| ContactKey::Feature(k))),
+            Some(topology) => {
+                for &k in found {
+                    topology.contact_keys(k, &mut keys);
+                }
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        self.found_pairs = keys;
     }
 
     /// Adds the newly found candidate pairs (in a canonical order, so pair ids do not depend on
@@ -295,15 +374,18 @@ impl Contact {
     ) {
         found.sort_unstable();
         found.dedup();
-        for &key in &found {
+        self.contact_keys(&found);
+        let keys = std::mem::take(&mut self.found_pairs);
+        for &key in &keys {
             self.add_pair(key, state, t, events, queue);
         }
+        self.found_pairs = keys;
         self.found = found;
     }
 
     fn add_pair(
         &mut self,
-        key: PairKey,
+        key: ContactKey,
         state: &VertexState,
         t: f64,
         events: &mut EventTable,
@@ -319,10 +401,11 @@ impl Contact {
                 let p = &mut self.pairs;
                 p.key.push(key);
                 p.verts.push(verts);
+                p.multiplicity.push([0; 15]);
                 p.certified.push(1);
                 p.slab.push(None);
                 p.slab_time.push(t);
-                p.budget.push(NO_BUDGET);
+                p.budget.push(no_budget());
                 p.cert.push(EventId::INVALID);
                 p.active.push(0);
                 p.live.push(false);
@@ -330,6 +413,10 @@ impl Contact {
             }
         };
         let i = id as usize;
+        if let ContactKey::Triangles(s, t) = key {
+            self.pairs.multiplicity[i] = self.topology().multiplicities(s, t);
+            self.stats.triangle_pairs += 1;
+        }
         let p = &mut self.pairs;
         p.key[i] = key;
         p.verts[i] = verts;
@@ -338,7 +425,7 @@ impl Contact {
         p.live[i] = true;
         p.cert[i] = events.insert(EventKind::Certificate, id).id;
         self.index.insert(key, id);
-        self.contingency.add(id, &verts);
+        self.contingency.add(id, &verts[..key.len()]);
         self.stats.certificates_peak = self.stats.certificates_peak.max(self.index.len());
         self.certify(id, state, t, queue);
     }
@@ -350,40 +437,44 @@ impl Contact {
         queue.remove(cert);
         let _ = events.remove(events.handle(cert));
         self.index.remove(&self.pairs.key[i]);
-        self.contingency.remove(id, &self.pairs.verts[i]);
+        self.contingency
+            .remove(id, &self.pairs.verts[i][..self.pairs.key[i].len()]);
         self.pairs.live[i] = false;
         self.pairs.slab[i] = None;
         self.free_pairs.push(id);
     }
 
-    /// Positions at `t` and velocities of a pair's vertices.
-    fn kinematics(&self, id: u32, state: &VertexState, t: f64) -> ([DVec3; 4], [DVec3; 4]) {
-        let verts = self.pairs.verts[id as usize];
-        (
-            verts.map(|v| state.position_at(v as usize, t)),
-            verts.map(|v| state.v[v as usize]),
-        )
+    /// `value(v)` for each vertex `v` of pair `id`, in six slots (zero past the pair's own).
+    fn gather(&self, id: u32, value: impl Fn(usize) -> DVec3) -> [DVec3; 6] {
+        let mut out = [DVec3::ZERO; 6];
+        for (slot, &v) in out.iter_mut().zip(self.pair_verts(id)) {
+            *slot = value(v as usize);
+        }
+        out
     }
 
-    fn a_count(&self, id: u32) -> usize {
-        match self.pairs.key[id as usize] {
-            PairKey::VertexTriangle(..) => 1,
-            PairKey::EdgeEdge(..) => 2,
+    /// Positions at `t` and velocities of a pair's vertices.
+    fn kinematics(&self, id: u32, state: &VertexState, t: f64) -> Motion {
+        Motion {
+            key: self.pairs.key[id as usize],
+            x: self.gather(id, |v| state.position_at(v, t)),
+            v: self.gather(id, |v| state.v[v]),
         }
     }
 
     /// Builds a new slab for the pair's certified layer at time `t` and schedules its failure.
     fn certify(&mut self, id: u32, state: &VertexState, t: f64, queue: &mut EventQueue) {
         let i = id as usize;
-        let (x, v) = self.kinematics(id, state, t);
+        let motion = self.kinematics(id, state, t);
         let eta = SLAB_MARGIN * self.schedule.eta(self.pairs.certified[i]);
-        let a = self.a_count(id);
-        let slab = build_slab(&x, &v, a, eta);
+        let slab = motion.build_slab(eta);
         self.pairs.slab[i] = slab;
         self.pairs.slab_time[i] = t;
         // A pair too close to certify now is looked at again at once: the failure handler
         // activates the layer.
-        let (dt, budget) = slab.map_or((0.0, NO_BUDGET), |s| self.schedule_slab(&s, &x, &v, a));
+        let (dt, budget) = slab.map_or((0.0, no_budget()), |s| {
+            motion.schedule(&s, self.quality_loss)
+        });
         self.pairs.budget[i] = budget;
         self.schedule_cert(id, t + dt, queue);
     }
@@ -395,21 +486,6 @@ impl Contact {
             None => {
                 queue.remove(cert);
             }
-        }
-    }
-
-    /// When to look at a slab built or re-timed now (an offset), and the budget of kicks it
-    /// tolerates until then: its exact failure time, or a fuzzy schedule.
-    fn schedule_slab(
-        &self,
-        slab: &Slab,
-        x: &[DVec3; 4],
-        v: &[DVec3; 4],
-        a_count: usize,
-    ) -> (f64, ClosingBudget) {
-        match self.quality_loss {
-            Some(ql) => fuzzy_schedule(slab, x, v, a_count, ql),
-            None => (failure_time(slab, x, v, a_count), NO_BUDGET),
         }
     }
 
@@ -433,17 +509,16 @@ impl Contact {
     fn retime(&self, id: u32, state: &VertexState, t: f64) -> Option<Retimed> {
         let i = id as usize;
         let mut slab = self.pairs.slab[i]?;
-        let a = self.a_count(id);
         if self.quality_loss.is_some() {
-            let v = self.pairs.verts[i].map(|v| state.v[v as usize]);
-            if within_budget(&slab, &v, a, &self.pairs.budget[i]) {
+            let v = self.gather(id, |v| state.v[v]);
+            if within_budget_at_shape(self.pairs.key[i], &slab, &v, &self.pairs.budget[i]) {
                 return None;
             }
         }
         slab.point += (t - self.pairs.slab_time[i]) * slab.velocity;
-        let (x, v) = self.kinematics(id, state, t);
-        let breach = self.auditing && !holds(&slab, &x, &v, a, 0.0);
-        let (dt, budget) = self.schedule_slab(&slab, &x, &v, a);
+        let motion = self.kinematics(id, state, t);
+        let breach = self.auditing && !motion.holds(&slab, 0.0);
+        let (dt, budget) = motion.schedule(&slab, self.quality_loss);
         Some(Retimed {
             slab,
             when: t + dt,
@@ -619,7 +694,7 @@ impl Contact {
                 let i = id as usize;
                 if self.pairs.live[i]
                     && self.pairs.active[i] == 0
-                    && !self.boxes.overlaps(self.pairs.key[i])
+                    && !self.overlaps(self.pairs.key[i])
                 {
                     self.remove_pair(id, events, queue);
                 }
@@ -634,13 +709,16 @@ impl Contact {
             self.adopt(found, state, t, events, queue);
             lost.sort_unstable();
             lost.dedup();
-            for key in lost {
+            self.contact_keys(&lost);
+            let keys = std::mem::take(&mut self.found_pairs);
+            for &key in &keys {
                 if let Some(&id) = self.index.get(&key) {
-                    if self.pairs.active[id as usize] == 0 && !self.boxes.overlaps(key) {
+                    if self.pairs.active[id as usize] == 0 && !self.overlaps(key) {
                         self.remove_pair(id, events, queue);
                     }
                 }
             }
+            self.found_pairs = keys;
         }
         queue.push(self.broad_event, self.boxes.next_time());
     }
@@ -657,20 +735,20 @@ impl Contact {
         let _zone = zone!("slab");
         self.stats.slab_events += 1;
         let i = id as usize;
-        let (x, _) = self.kinematics(id, state, t);
-        let d = pair_distance(self.pairs.key[i], &x);
+        let motion = self.kinematics(id, state, t);
+        let d = motion.distance();
         self.stats.min_distance = self.stats.min_distance.min(d);
         let layer = self.pairs.certified[i];
-        if d < ACTIVATION * self.schedule.eta(layer) {
+        let near = ACTIVATION * self.schedule.eta(layer);
+        if d < near {
             if d < self.schedule.eta(layer) {
                 return Err(self.breach(id, layer, d, t, state));
             }
-            let verts = self.pairs.verts[i];
-            if verts.iter().all(|&v| state.inv_mass[v as usize] == 0.0) {
+            if let Some(vertices) = self.kinematic_feature(id, &motion, state, near) {
                 return Err(RunError::KinematicContact {
                     time: t,
                     pair: format!("{:?}", self.pairs.key[i]),
-                    vertices: verts,
+                    vertices,
                 });
             }
             self.activate(id, layer, t, events, queue)?;
@@ -680,11 +758,32 @@ impl Contact {
         Ok(())
     }
 
+    /// A feature pair of pair `id` closer than `near` whose four vertices are all fixed or
+    /// scripted: no penalty force can keep it apart.
+    fn kinematic_feature(
+        &self,
+        id: u32,
+        motion: &Motion,
+        state: &VertexState,
+        near: f64,
+    ) -> Option<[u32; 4]> {
+        let verts = &self.pairs.verts[id as usize];
+        let kinematic = |l: [usize; 4]| l.iter().all(|&k| state.inv_mass[verts[k] as usize] == 0.0);
+        match motion.key {
+            ContactKey::Feature(_) => kinematic([0, 1, 2, 3]).then(|| *first_four(verts)),
+            ContactKey::Triangles(..) => TRIANGLE_PAIR_FEATURES
+                .into_iter()
+                .find(|&f| kinematic(f.verts()) && local_feature_distance(f, &motion.x) < near)
+                .map(|f| f.verts().map(|k| verts[k])),
+        }
+    }
+
     /// The error for a pair found inside a layer that is not active: a time-resolution stop when
     /// one rounding of `t` moves the pair by more than the slab margin, otherwise a bug.
     fn breach(&self, id: u32, layer: u32, d: f64, t: f64, state: &VertexState) -> RunError {
         let i = id as usize;
-        let speed = self.pairs.verts[i]
+        let speed = self
+            .pair_verts(id)
             .iter()
             .map(|&v| state.v[v as usize].length())
             .fold(0.0, f64::max);
@@ -787,13 +886,35 @@ impl Contact {
         let pairs = &self.pairs;
         let frozen: &VertexState = state;
         let impulse = |m: &Member| {
-            let verts = pairs.verts[m.pair as usize];
+            let verts = &pairs.verts[m.pair as usize];
             let x = verts.map(|v| frozen.position_at(v as usize, t));
             let v = verts.map(|v| frozen.v[v as usize]);
             let inv_mass = verts.map(|v| frozen.inv_mass[v as usize]);
+            let feature = |kernel: fn(_, _, _, &PenaltyParams) -> PairImpulse<4>| {
+                let out = kernel(
+                    *first_four(&x),
+                    *first_four(&v),
+                    *first_four(&inv_mass),
+                    &params,
+                );
+                let mut impulses = [DVec3::ZERO; 6];
+                impulses[..4].copy_from_slice(&out.impulses);
+                PairImpulse {
+                    impulses,
+                    distance: out.distance,
+                    normal: out.normal,
+                    separating: out.separating,
+                }
+            };
             match m.key {
-                PairKey::VertexTriangle(..) => vertex_triangle_impulse(x, v, inv_mass, &params),
-                PairKey::EdgeEdge(..) => edge_edge_impulse(x, v, inv_mass, &params),
+                ContactKey::Feature(PairKey::VertexTriangle(..)) => {
+                    feature(vertex_triangle_impulse)
+                }
+                ContactKey::Feature(PairKey::EdgeEdge(..)) => feature(edge_edge_impulse),
+                ContactKey::Triangles(..) => {
+                    let shares = pairs.multiplicity[m.pair as usize].map(|k| 1.0 / f64::from(k));
+                    triangle_pair_impulse(x, v, inv_mass, &shares, &params)
+                }
             }
         };
         if members.len() >= PARALLEL_TICK {
@@ -817,7 +938,8 @@ impl Contact {
         kicked.clear();
         for (m, result) in members.iter().zip(&impulses) {
             self.stats.min_distance = self.stats.min_distance.min(result.distance);
-            for (k, &vert) in self.pairs.verts[m.pair as usize].iter().enumerate() {
+            let verts = &self.pairs.verts[m.pair as usize][..m.key.len()];
+            for (k, &vert) in verts.iter().enumerate() {
                 let before = state.v[vert as usize];
                 state.apply_impulse(vert as usize, t, result.impulses[k]);
                 if state.v[vert as usize] != before
@@ -874,10 +996,10 @@ impl Contact {
     }
 
     /// Live pairs with a penalty layer active: their vertices and deepest active layer.
-    pub(super) fn penalized(&self) -> impl Iterator<Item = ([u32; 4], u32)> + '_ {
+    pub(super) fn penalized(&self) -> impl Iterator<Item = (&[u32], u32)> + '_ {
         (0..self.pairs.key.len())
             .filter(|&i| self.pairs.live[i] && self.pairs.active[i] > 0)
-            .map(|i| (self.pairs.verts[i], self.pairs.active[i]))
+            .map(|i| (self.pair_verts(i as u32), self.pairs.active[i]))
     }
 
     /// The clock of layer `l`, which has been active (so its clock is known).
@@ -893,9 +1015,26 @@ impl Contact {
                 continue;
             }
             let x = self.pairs.verts[i].map(|v| positions[v as usize]);
-            let d = pair_distance(self.pairs.key[i], &x);
-            for l in 1..=self.pairs.active[i] {
-                total += self.schedule.energy(l, d);
+            let active = self.pairs.active[i];
+            match self.pairs.key[i] {
+                ContactKey::Feature(f) => {
+                    let d = feature_distance(f, first_four(&x));
+                    for l in 1..=active {
+                        total += self.schedule.energy(l, d);
+                    }
+                }
+                // Each feature pair's energy, shared like its impulse.
+                ContactKey::Triangles(..) => {
+                    for (&f, k) in TRIANGLE_PAIR_FEATURES
+                        .iter()
+                        .zip(self.pairs.multiplicity[i])
+                    {
+                        let d = local_feature_distance(f, &x);
+                        for l in 1..=active {
+                            total += self.schedule.energy(l, d) / f64::from(k);
+                        }
+                    }
+                }
             }
         }
         total
@@ -926,16 +1065,14 @@ impl Contact {
                 .is_some_and(|due| due <= t);
             if let (Some(slab), false) = (&self.pairs.slab[i], due) {
                 let t0 = self.pairs.slab_time[i];
-                let (x, v) = self.kinematics(id, state, t0);
-                if !holds(slab, &x, &v, self.a_count(id), t - t0) {
+                if !self.kinematics(id, state, t0).holds(slab, t - t0) {
                     return Err(format!(
                         "the slab of pair {key:?} (layer {}) no longer holds",
                         self.pairs.certified[i]
                     ));
                 }
             }
-            let (x, _) = self.kinematics(id, state, t);
-            let d = pair_distance(key, &x);
+            let d = self.kinematics(id, state, t).distance();
             let active = self.pairs.active[i];
             let needed = self.schedule.layers_containing(d).unwrap_or(0);
             if needed > active {
@@ -954,14 +1091,113 @@ impl Contact {
 struct Retimed {
     slab: Slab,
     when: f64,
-    budget: ClosingBudget,
+    budget: ClosingBudget<6>,
     breach: bool,
 }
 
-/// Closest distance of a pair at positions `x`.
-fn pair_distance(key: PairKey, x: &[DVec3; 4]) -> f64 {
+/// Closest distance of a feature pair at positions `x`.
+fn feature_distance(key: PairKey, x: &[DVec3; 4]) -> f64 {
     match key {
         PairKey::VertexTriangle(..) => vertex_triangle(x[0], x[1], x[2], x[3]).distance,
         PairKey::EdgeEdge(..) => edge_edge(x[0], x[1], x[2], x[3]).distance,
+    }
+}
+
+/// Closest distance of feature pair `feature` of a triangle pair at positions `x`.
+fn local_feature_distance(feature: TriangleFeature, x: &[DVec3; 6]) -> f64 {
+    let [p, a, b, c] = feature.verts().map(|k| x[k]);
+    match feature {
+        TriangleFeature::VertexTriangle(_) => vertex_triangle(p, a, b, c).distance,
+        TriangleFeature::EdgeEdge(_) => edge_edge(p, a, b, c).distance,
+    }
+}
+
+/// The first four of a pair's six vertex slots: a feature pair's.
+fn first_four<T>(x: &[T; 6]) -> &[T; 4] {
+    x.first_chunk().expect("six slots hold four")
+}
+
+/// Evaluates `$body` with `$x` (and each further name) bound to the first four or all six of
+/// the given six-slot arrays, by the shape of contact pair `$key`, so that the slab functions
+/// run on arrays of the pair's own length.
+macro_rules! at_shape {
+    ($key:expr, |$($x:ident),+| $body:expr) => {
+        match $key {
+            ContactKey::Triangles(..) => $body,
+            ContactKey::Feature(_) => {
+                $(let $x = first_four($x);)+
+                $body
+            }
+        }
+    };
+}
+
+/// Widens a feature pair's four-vertex budget to the six slots of the pair table.
+fn widen<const N: usize>(budget: ClosingBudget<N>) -> ClosingBudget<6> {
+    let mut out = no_budget();
+    out[..N].copy_from_slice(&budget);
+    out
+}
+
+/// [`within_budget`] for a pair of shape `key` (velocities and budget in six slots).
+fn within_budget_at_shape(
+    key: ContactKey,
+    slab: &Slab,
+    v: &[DVec3; 6],
+    budget: &ClosingBudget<6>,
+) -> bool {
+    at_shape!(key, |v, budget| within_budget(
+        slab,
+        v,
+        key.a_count(),
+        budget
+    ))
+}
+
+/// A contact pair's vertices at one time, side A first, in six slots (a feature pair uses the
+/// first four), and the slab arithmetic of its shape.
+#[derive(Clone, Copy, Debug)]
+struct Motion {
+    key: ContactKey,
+    x: [DVec3; 6],
+    v: [DVec3; 6],
+}
+
+impl Motion {
+    /// [`build_slab`] for the pair.
+    fn build_slab(&self, eta: f64) -> Option<Slab> {
+        let (x, v, a) = (&self.x, &self.v, self.key.a_count());
+        at_shape!(self.key, |x, v| build_slab(x, v, a, eta))
+    }
+
+    /// When to look at a slab built or re-timed now (an offset), and the budget of kicks it
+    /// tolerates until then: its exact failure time, or a fuzzy schedule with quality loss
+    /// `quality_loss`.
+    fn schedule(&self, slab: &Slab, quality_loss: Option<f64>) -> (f64, ClosingBudget<6>) {
+        let (x, v, a) = (&self.x, &self.v, self.key.a_count());
+        at_shape!(self.key, |x, v| match quality_loss {
+            Some(ql) => {
+                let (dt, budget) = fuzzy_schedule(slab, x, v, a, ql);
+                (dt, widen(budget))
+            }
+            None => (failure_time(slab, x, v, a), no_budget()),
+        })
+    }
+
+    /// [`holds`] for the pair at offset `dt`.
+    fn holds(&self, slab: &Slab, dt: f64) -> bool {
+        let (x, v, a) = (&self.x, &self.v, self.key.a_count());
+        at_shape!(self.key, |x, v| holds(slab, x, v, a, dt))
+    }
+
+    /// The pair's closest distance.
+    fn distance(&self) -> f64 {
+        match self.key {
+            ContactKey::Feature(f) => feature_distance(f, first_four(&self.x)),
+            ContactKey::Triangles(..) => {
+                let x = &self.x;
+                triangle_triangle([x[0], x[1], x[2]], [x[3], x[4], x[5]]).distance
+            }
+        }
     }
 }

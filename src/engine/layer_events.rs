@@ -8,15 +8,15 @@
 //! equal times), so with super-events the trajectory does not depend on pair ids, on which broad
 //! phase found the pairs, or on the thread count. Per-pair groups tie by event id instead.
 
+use super::triangle_pairs::ContactKey;
 use crate::events::{EventKind, EventQueue, EventTable};
 use crate::ids::EventId;
-use crate::kds::swept_boxes::PairKey;
 
 /// A pair with the layer active.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Member {
     /// The pair's key: the canonical order of members.
-    pub(super) key: PairKey,
+    pub(super) key: ContactKey,
     /// The pair's id in the contact subsystem.
     pub(super) pair: u32,
 }
@@ -144,10 +144,11 @@ impl LayerEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kds::swept_boxes::PairKey;
 
     fn member(v: u32) -> Member {
         Member {
-            key: PairKey::VertexTriangle(v, 0),
+            key: ContactKey::Feature(PairKey::VertexTriangle(v, 0)),
             pair: 10 + v,
         }
     }

@@ -9,6 +9,7 @@ mod contact;
 mod contingency;
 mod layer_events;
 mod stats;
+mod triangle_pairs;
 
 use std::time::Instant;
 
@@ -411,7 +412,7 @@ impl Simulation {
         }
         if let Some(c) = &self.contact {
             for (vertices, layer) in c.penalized() {
-                lower(out, &vertices, c.active_clock(layer));
+                lower(out, vertices, c.active_clock(layer));
             }
         }
         for (s, &w) in out.iter_mut().zip(&self.state.inv_mass) {

@@ -1,11 +1,12 @@
 //! Kinetic separation slabs (thesis §5.3, DESIGN §6): the narrow-phase certificate that a
-//! vertex-triangle or edge-edge pair stays at least `eta` apart.
+//! vertex-triangle, edge-edge or triangle-triangle pair stays at least `eta` apart.
 //!
 //! Vertices move linearly from a common time `t0`: `x_i(t0 + dt) = x_i + dt v_i` (the caller
-//! converts from per-vertex clocks). The four vertices are ordered side A first: VT
+//! converts from per-vertex clocks). The `N` vertices are ordered side A first: VT
 //! `[p, a, b, c]` with `a_count = 1` (A = the vertex, B = the triangle); EE `[p0, p1, q0, q1]`
 //! with `a_count = 2` (A = edge p, B = edge q), the same order as
-//! [`crate::contact::penalty`].
+//! [`crate::contact::penalty`]; triangle pairs `[a0, a1, a2, b0, b1, b2]` with `a_count = 3`
+//! (`speed.triangle_pairs`, thesis §8.3).
 //!
 //! With closest points `a` (on A) and `b` (on B) at time `t0`, the slab is the plane through
 //! `m = (a + b) / 2` with unit normal `n = (b - a) / |b - a|` (from A towards B; note that the
@@ -16,7 +17,7 @@
 //! vertices) while all hold the primitives are on opposite sides of a slab of width `eta`, so the
 //! pair is at least `eta` apart.
 
-use crate::contact::closest::{edge_edge, vertex_triangle};
+use crate::contact::closest::{edge_edge, triangle_triangle, vertex_triangle};
 use glam::DVec3;
 
 /// A kinetic separation slab: plane through `point` with unit `normal` (from side A's closest
@@ -34,17 +35,22 @@ pub struct Slab {
     pub half_gap: f64,
 }
 
-/// Slacks `s_i` and closing rates `k_i` of the four side conditions: with `sigma_i = -1` on side
-/// A (`i < a_count`) and `+1` on side B, condition `i` at offset `dt` is
+/// Slacks `s_i` and closing rates `k_i` of the `N` side conditions: with `sigma_i = -1` on
+/// side A (`i < a_count`) and `+1` on side B, condition `i` at offset `dt` is
 /// `s_i - dt k_i >= 0`, where `s_i = sigma_i (x_i - m) . n - eta/2` and
 /// `k_i = -sigma_i (v_i - w) . n`. Computed as `x_i . n - m . n` so that build, failure time and
 /// audit share the same bits.
 #[inline(always)]
-fn conditions(slab: &Slab, x: &[DVec3; 4], v: &[DVec3; 4], a_count: usize) -> ([f64; 4], [f64; 4]) {
+fn conditions<const N: usize>(
+    slab: &Slab,
+    x: &[DVec3; N],
+    v: &[DVec3; N],
+    a_count: usize,
+) -> ([f64; N], [f64; N]) {
     let n = slab.normal;
     let mn = slab.point.dot(n);
-    let mut s = [0.0; 4];
-    for i in 0..4 {
+    let mut s = [0.0; N];
+    for i in 0..N {
         let sigma = if i < a_count { -1.0 } else { 1.0 };
         s[i] = sigma * (x[i].dot(n) - mn) - slab.half_gap;
     }
@@ -54,47 +60,75 @@ fn conditions(slab: &Slab, x: &[DVec3; 4], v: &[DVec3; 4], a_count: usize) -> ([
 /// The closing rates `k_i` of [`conditions`] alone: how fast each vertex approaches its side's
 /// boundary of the moving slab (negative: it recedes).
 #[inline(always)]
-fn closing_rates(slab: &Slab, v: &[DVec3; 4], a_count: usize) -> [f64; 4] {
+fn closing_rates<const N: usize>(slab: &Slab, v: &[DVec3; N], a_count: usize) -> [f64; N] {
     let n = slab.normal;
     let wn = slab.velocity.dot(n);
-    let mut k = [0.0; 4];
-    for i in 0..4 {
+    let mut k = [0.0; N];
+    for i in 0..N {
         let sigma = if i < a_count { -1.0 } else { 1.0 };
         k[i] = sigma * (wn - v[i].dot(n));
     }
     k
 }
 
-/// Builds the slab for the pair at time `t0` (positions `x`, velocities `v`; `a_count` vertices
-/// on side A: 1 for VT, 2 for EE).
-///
-/// Returns `None` when the pair is already closer than `eta` (then the caller activates a layer
-/// instead), and also, conservatively, when a slab cannot be certified: `a_count` other than 1
-/// or 2, `eta` not finite and `> 0`, or a vertex found on the wrong side of its boundary by
-/// round-off (only possible when the distance is within round-off of `eta`).
-#[inline]
-pub fn build_slab(x: &[DVec3; 4], v: &[DVec3; 4], a_count: usize, eta: f64) -> Option<Slab> {
-    if !(eta > 0.0 && eta.is_finite()) {
-        return None;
-    }
-    let (pa, va, pb, vb, distance) = match a_count {
-        1 => {
+/// The closest points of the pair (on A, then on B), their velocities and their distance, for
+/// the shapes of the module docs; `None` for any other `(N, a_count)`.
+#[inline(always)]
+fn closest_points<const N: usize>(
+    x: &[DVec3; N],
+    v: &[DVec3; N],
+    a_count: usize,
+) -> Option<(DVec3, DVec3, DVec3, DVec3, f64)> {
+    let (x, v): (&[DVec3], &[DVec3]) = (x, v);
+    match (N, a_count) {
+        (4, 1) => {
             let c = vertex_triangle(x[0], x[1], x[2], x[3]);
             let w = c.weights;
             let pb = w[0] * x[1] + w[1] * x[2] + w[2] * x[3];
             let vb = w[0] * v[1] + w[1] * v[2] + w[2] * v[3];
-            (x[0], v[0], pb, vb, c.distance)
+            Some((x[0], v[0], pb, vb, c.distance))
         }
-        2 => {
+        (4, 2) => {
             let c = edge_edge(x[0], x[1], x[2], x[3]);
             let pa = (1.0 - c.s) * x[0] + c.s * x[1];
             let va = (1.0 - c.s) * v[0] + c.s * v[1];
             let pb = (1.0 - c.t) * x[2] + c.t * x[3];
             let vb = (1.0 - c.t) * v[2] + c.t * v[3];
-            (pa, va, pb, vb, c.distance)
+            Some((pa, va, pb, vb, c.distance))
         }
-        _ => return None,
-    };
+        (6, 3) => {
+            let c = triangle_triangle([x[0], x[1], x[2]], [x[3], x[4], x[5]]);
+            let combine = |w: [f64; 3], y: &[DVec3]| w[0] * y[0] + w[1] * y[1] + w[2] * y[2];
+            Some((
+                combine(c.weights_a, &x[..3]),
+                combine(c.weights_a, &v[..3]),
+                combine(c.weights_b, &x[3..]),
+                combine(c.weights_b, &v[3..]),
+                c.distance,
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// Builds the slab for the pair at time `t0` (positions `x`, velocities `v`; `a_count` vertices
+/// on side A: 1 for VT and 2 for EE with `N = 4`, 3 for a triangle pair with `N = 6`).
+///
+/// Returns `None` when the pair is already closer than `eta` (then the caller activates a layer
+/// instead), and also, conservatively, when a slab cannot be certified: a shape other than
+/// those, `eta` not finite and `> 0`, or a vertex found on the wrong side of its boundary by
+/// round-off (only possible when the distance is within round-off of `eta`).
+#[inline]
+pub fn build_slab<const N: usize>(
+    x: &[DVec3; N],
+    v: &[DVec3; N],
+    a_count: usize,
+    eta: f64,
+) -> Option<Slab> {
+    if !(eta > 0.0 && eta.is_finite()) {
+        return None;
+    }
+    let (pa, va, pb, vb, distance) = closest_points(x, v, a_count)?;
     let ab = pb - pa;
     if !(distance >= eta && ab.length() >= eta) {
         return None;
@@ -106,11 +140,7 @@ pub fn build_slab(x: &[DVec3; 4], v: &[DVec3; 4], a_count: usize, eta: f64) -> O
         half_gap: 0.5 * eta,
     };
     let (s, _) = conditions(&slab, x, v, a_count);
-    if s[0] >= 0.0 && s[1] >= 0.0 && s[2] >= 0.0 && s[3] >= 0.0 {
-        Some(slab)
-    } else {
-        None
-    }
+    s.iter().all(|&si| si >= 0.0).then_some(slab)
 }
 
 /// Earliest offset `dt >= 0` after `t0` at which some vertex violates its side's condition, or
@@ -118,22 +148,27 @@ pub fn build_slab(x: &[DVec3; 4], v: &[DVec3; 4], a_count: usize, eta: f64) -> O
 ///
 /// Condition `i` is `s_i - dt k_i >= 0` (see the module docs: `s_i` the slack at `t0`, `k_i` the
 /// rate at which the vertex closes on its boundary); it fails at `s_i / k_i` if `k_i > 0`, never
-/// if `k_i <= 0`, and at once if `s_i < 0`. The answer is the minimum over the four vertices.
+/// if `k_i <= 0`, and at once if `s_i < 0`. The answer is the minimum over the vertices.
 /// Conservative: for all `dt` in `[0, failure)` the pair is at least `eta` apart (convexity).
 /// Non-finite input gives 0 (fail at once).
 #[inline]
-pub fn failure_time(slab: &Slab, x: &[DVec3; 4], v: &[DVec3; 4], a_count: usize) -> f64 {
+pub fn failure_time<const N: usize>(
+    slab: &Slab,
+    x: &[DVec3; N],
+    v: &[DVec3; N],
+    a_count: usize,
+) -> f64 {
     let (s, k) = conditions(slab, x, v, a_count);
-    // Branch-free: all four quotients are computed and selected (the compiler emits selects,
-    // and packed divisions where available).
+    // Branch-free: all quotients are computed and selected (the compiler emits selects, and
+    // packed divisions where available).
     let mut t = f64::INFINITY;
-    for i in 0..4 {
+    for i in 0..N {
         let q = s[i] / k[i];
         let ti = if k[i] > 0.0 { q } else { f64::INFINITY };
         let ti = if s[i] >= 0.0 { ti } else { 0.0 };
         t = t.min(ti);
     }
-    let all = s[0] + s[1] + s[2] + s[3] + k[0] + k[1] + k[2] + k[3];
+    let all = s.iter().chain(&k).fold(0.0, |sum, &y| sum + y);
     if all.is_finite() {
         t
     } else {
@@ -144,19 +179,27 @@ pub fn failure_time(slab: &Slab, x: &[DVec3; 4], v: &[DVec3; 4], a_count: usize)
 /// Whether the slab still holds at offset `dt`: every condition `s_i - dt k_i >= 0` (the same
 /// arithmetic as [`failure_time`]; for the audit). NaN anywhere gives `false`.
 #[inline]
-pub fn holds(slab: &Slab, x: &[DVec3; 4], v: &[DVec3; 4], a_count: usize, dt: f64) -> bool {
+pub fn holds<const N: usize>(
+    slab: &Slab,
+    x: &[DVec3; N],
+    v: &[DVec3; N],
+    a_count: usize,
+    dt: f64,
+) -> bool {
     let (s, k) = conditions(slab, x, v, a_count);
-    (0..4).all(|i| s[i] - dt * k[i] >= 0.0)
+    (0..N).all(|i| s[i] - dt * k[i] >= 0.0)
 }
 
 /// A fuzzy trajectory's allowance (thesis §8.2, "vague trajectories"): for each of the slab's
-/// four vertices, the largest rate at which it may close on its side's boundary. While every
+/// `N` vertices, the largest rate at which it may close on its side's boundary. While every
 /// vertex closes no faster than its budget, the slab holds until the time it was scheduled for,
 /// whatever kicks the vertices receive on the way, so those kicks need no re-timing.
-pub type ClosingBudget = [f64; 4];
+pub type ClosingBudget<const N: usize = 4> = [f64; N];
 
 /// A budget that no velocity fits: the slab must be re-timed at the next kick.
-pub const NO_BUDGET: ClosingBudget = [f64::NEG_INFINITY; 4];
+pub const fn no_budget<const N: usize>() -> ClosingBudget<N> {
+    [f64::NEG_INFINITY; N]
+}
 
 /// Schedules a slab on fuzzy trajectories with quality loss `quality_loss` in `[0, 1)`
 /// (thesis §8.2): the scheduled offset is `(1 - QL) * failure_time` and each vertex's closing
@@ -165,18 +208,18 @@ pub const NO_BUDGET: ClosingBudget = [f64::NEG_INFINITY; 4];
 /// sets it has no room left; larger `QL` looks earlier and tolerates larger kicks. A slab
 /// that never fails gets budgets of 0: any velocity that does not close on the slab keeps it.
 ///
-/// Returns the scheduled offset and the budget; a slab failing at once gets [`NO_BUDGET`].
+/// Returns the scheduled offset and the budget; a slab failing at once gets [`no_budget`].
 #[inline]
-pub fn fuzzy_schedule(
+pub fn fuzzy_schedule<const N: usize>(
     slab: &Slab,
-    x: &[DVec3; 4],
-    v: &[DVec3; 4],
+    x: &[DVec3; N],
+    v: &[DVec3; N],
     a_count: usize,
     quality_loss: f64,
-) -> (f64, ClosingBudget) {
+) -> (f64, ClosingBudget<N>) {
     let dt = failure_time(slab, x, v, a_count);
     if dt <= 0.0 || dt.is_nan() {
-        return (0.0, NO_BUDGET);
+        return (0.0, no_budget());
     }
     // `dt > 0` means every slack is finite and >= 0. Shading each budget down by four
     // roundings keeps `dt_scheduled * budget_i <= s_i` despite the division's rounding.
@@ -188,9 +231,14 @@ pub fn fuzzy_schedule(
 
 /// Whether velocities `v` keep every vertex within its closing `budget` (NaN: no).
 #[inline]
-pub fn within_budget(slab: &Slab, v: &[DVec3; 4], a_count: usize, budget: &ClosingBudget) -> bool {
+pub fn within_budget<const N: usize>(
+    slab: &Slab,
+    v: &[DVec3; N],
+    a_count: usize,
+    budget: &ClosingBudget<N>,
+) -> bool {
     let k = closing_rates(slab, v, a_count);
-    (0..4).all(|i| k[i] <= budget[i])
+    (0..N).all(|i| k[i] <= budget[i])
 }
 
 #[cfg(test)]
@@ -251,6 +299,35 @@ mod tests {
                 prop_assert!(dj >= eta * (1.0 - 1e-9), "dt = {dt}, tf = {tf}: {dj} < {eta}");
                 prop_assert!(holds(&slab, &x, &v, a_count, dt));
             }
+        }
+
+        #[test]
+        fn certified_triangle_pair_never_closer_than_eta(
+            a in prop::array::uniform3(prop::array::uniform3(-1.0f64..1.0)),
+            b in prop::array::uniform3(prop::array::uniform3(-1.0f64..1.0)),
+            vs in prop::array::uniform6(prop::array::uniform3(-1.0f64..1.0)),
+            off in prop::array::uniform3(-2.0f64..2.0), frac in 0.05f64..0.99,
+        ) {
+            // B lifted clear of A, so the triangles start apart.
+            let lift = DVec3::new(off[0], off[1], 2.5 + off[2].abs());
+            let [a0, a1, a2] = a.map(v3);
+            let [b0, b1, b2] = b.map(|p| v3(p) + lift);
+            let x = [a0, a1, a2, b0, b1, b2];
+            let v = vs.map(v3);
+            let dist = |x: &[DVec3; 6]| triangle_triangle([x[0], x[1], x[2]], [x[3], x[4], x[5]]).distance;
+            let eta = dist(&x) * frac;
+            let slab = build_slab(&x, &v, 3, eta).expect("separated triangles certify");
+            let tf = failure_time(&slab, &x, &v, 3);
+            prop_assert!(tf > 0.0);
+            let horizon = tf.min(10.0);
+            for j in 0..400 {
+                let dt = horizon * j as f64 / 400.0;
+                let y = [0, 1, 2, 3, 4, 5].map(|i| x[i] + dt * v[i]);
+                prop_assert!(dist(&y) >= eta * (1.0 - 1e-9), "dt = {dt}, tf = {tf}");
+                prop_assert!(holds(&slab, &x, &v, 3, dt));
+            }
+            // A pair shape the slab does not know certifies nothing.
+            prop_assert!(build_slab(&x, &v, 2, eta).is_none());
         }
 
         #[test]
@@ -423,7 +500,7 @@ mod tests {
         // Failing at once, or NaN: nothing fits.
         let mut bad = down;
         bad[2] = DVec3::splat(f64::NAN);
-        assert_eq!(fuzzy_schedule(&slab, &x, &bad, 1, 0.7), (0.0, NO_BUDGET));
+        assert_eq!(fuzzy_schedule(&slab, &x, &bad, 1, 0.7), (0.0, no_budget()));
         assert!(!within_budget(&slab, &bad, 1, &b));
     }
 

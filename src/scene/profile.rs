@@ -321,6 +321,7 @@ struct SpeedTable {
     quality_loss: Option<f64>,
     parking: Option<bool>,
     short_circuit: Option<bool>,
+    triangle_pairs: Option<bool>,
 }
 
 /// `speed.preset` values.
@@ -348,6 +349,7 @@ impl SpeedTable {
             self.fuzzy_trajectories,
             self.parking,
             self.short_circuit,
+            self.triangle_pairs,
         ];
         for (name, value) in SpeedSettings::NAMES.into_iter().zip(given) {
             if let (Some(flag), Some(value)) = (speed.flag_mut(name), value) {

@@ -49,6 +49,12 @@ pub struct SpeedSettings {
     /// its pairs at all-vertex events, so the re-timing costs far more than the short tests
     /// save (`benches/README.md`).
     pub short_circuit: bool,
+    /// Triangle-pair contact (§8.3, "triangle-triangle penalty forces"): the contact pairs
+    /// are the vertex-disjoint triangle pairs containing the broad phase's VT and EE pairs,
+    /// each with one separation slab and one penalty-layer membership for its fifteen feature
+    /// pairs; a feature pair lying in `k` triangle pairs gets `1/k` of its impulse from each.
+    /// Changes the trajectory in rounding: a feature's impulse arrives as `k` shares.
+    pub triangle_pairs: bool,
 }
 
 /// The default quality loss: the fastest value of the sweeps in `benches/README.md`
@@ -66,12 +72,14 @@ impl SpeedSettings {
         quality_loss: DEFAULT_QUALITY_LOSS,
         parking: true,
         short_circuit: true,
+        triangle_pairs: true,
     };
 
     /// The default: every optimization that pays, that is all but
-    /// [`short_circuit`](Self::short_circuit).
+    /// [`short_circuit`](Self::short_circuit) and [`triangle_pairs`](Self::triangle_pairs).
     pub const DEFAULT: Self = Self {
         short_circuit: false,
+        triangle_pairs: false,
         ..Self::ALL
     };
 
@@ -86,10 +94,11 @@ impl SpeedSettings {
         quality_loss: DEFAULT_QUALITY_LOSS,
         parking: false,
         short_circuit: false,
+        triangle_pairs: false,
     };
 
     /// The switch names, in the order the table of `benches/README.md` turns them on.
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 8] = [
         "super_elements",
         "clock_bins",
         "layer_super_events",
@@ -97,6 +106,7 @@ impl SpeedSettings {
         "fuzzy_trajectories",
         "parking",
         "short_circuit",
+        "triangle_pairs",
     ];
 
     /// The flag called `name` (one of [`NAMES`](Self::NAMES)).
@@ -109,6 +119,7 @@ impl SpeedSettings {
             "fuzzy_trajectories" => Some(&mut self.fuzzy_trajectories),
             "parking" => Some(&mut self.parking),
             "short_circuit" => Some(&mut self.short_circuit),
+            "triangle_pairs" => Some(&mut self.triangle_pairs),
             _ => None,
         }
     }
