@@ -359,24 +359,26 @@ fn curtains_ball_pushes_the_curtains_in_order() {
     );
 }
 
+/// The shortened `bunny_compactor`: a coarser blob, walls at 20 cm/s from the start.
+fn compactor_short() -> Vec<String> {
+    sets(&[
+        ("scene.duration", "0.1"),
+        ("scene.frame_interval", "0.01"),
+        ("object.bunny.mesh.cells", "8"),
+        (
+            "script.0.keys",
+            "[{ time = 0.0, velocity = [20.0, 0.0, 0.0] }]",
+        ),
+        (
+            "script.1.keys",
+            "[{ time = 0.0, velocity = [-20.0, 0.0, 0.0] }]",
+        ),
+    ])
+}
+
 #[test]
 fn bunny_compactor_walls_advance_and_the_volume_falls() {
-    let r = run(
-        "bunny_compactor",
-        &sets(&[
-            ("scene.duration", "0.1"),
-            ("scene.frame_interval", "0.01"),
-            ("object.bunny.mesh.cells", "8"),
-            (
-                "script.0.keys",
-                "[{ time = 0.0, velocity = [20.0, 0.0, 0.0] }]",
-            ),
-            (
-                "script.1.keys",
-                "[{ time = 0.0, velocity = [-20.0, 0.0, 0.0] }]",
-            ),
-        ]),
-    );
+    let r = run("bunny_compactor", &compactor_short());
     let tris = r.triangles("bunny");
     let (v0, v1) = (
         volume(&r.positions[0], tris),
@@ -426,17 +428,19 @@ fn trash_compactor_walls_crush_the_trash() {
     assert!(e0 - e1 > 5.0, "trash width {e0} -> {e1}");
 }
 
+/// The shortened `particle_box`: 27 shells, 0.2 s, restitution `cor`.
+fn particle_box_short(cor: f64) -> Vec<String> {
+    sets(&[
+        ("scene.duration", "0.2"),
+        ("scene.frame_interval", "0.01"),
+        ("object.shell.replicate.count", "[3, 3, 3]"),
+        ("contact.cor", &cor.to_string()),
+    ])
+}
+
 /// Energy fraction left after a shortened `particle_box` run with restitution `cor`.
 fn particle_box_energy_left(cor: f64) -> f64 {
-    let r = run(
-        "particle_box",
-        &sets(&[
-            ("scene.duration", "0.2"),
-            ("scene.frame_interval", "0.01"),
-            ("object.shell.replicate.count", "[3, 3, 3]"),
-            ("contact.cor", &cor.to_string()),
-        ]),
-    );
+    let r = run("particle_box", &particle_box_short(cor));
     let left = r.energy[r.last()] / r.energy[0];
     eprintln!("particle_box cor {cor}: energy left {left:.4}");
     left
@@ -660,4 +664,26 @@ fn bowline_knot_tightens_on_the_cylinder() {
     // Measured: turn radius 3.33 -> 2.17 cm (the cylinder's is 2), end y -9.6 -> -32.8.
     assert!(end_y(last) < end_y(0) - 5.0);
     assert!(turn(last) < 2.5, "turn radius {}", turn(last));
+}
+
+#[test]
+fn triangle_pairs_keep_the_contact_scenes_clean() {
+    // `speed.triangle_pairs` regroups contact into triangle pairs: audited (per event and every
+    // frame exactly) and bit-identical across thread counts, like every scene above, on three
+    // kinds of contact: sheets on fixed nails and on each other, a closed shell crushed by
+    // scripted walls, and shells among particles (whose VT pairs stay pairs of their own).
+    let on = |mut s: Vec<String>| {
+        s.push("speed.triangle_pairs=true".into());
+        s
+    };
+    for (name, overrides) in [
+        ("sheets_nails_drape", on(nails_short(&[]))),
+        ("bunny_compactor", on(compactor_short())),
+        ("particle_box", on(particle_box_short(0.5))),
+    ] {
+        let r = run(name, &overrides);
+        let contact = r.sim.stats().contact.clone().unwrap();
+        assert!(contact.triangle_pairs > 0, "{name}: no triangle pair");
+        assert!(contact.deepest_layer >= 1, "{name}: no contact");
+    }
 }
