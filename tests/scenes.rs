@@ -458,8 +458,10 @@ fn particle_box_energy_decays_more_slowly_for_larger_cor() {
     assert!(left[0] < left[1] && left[1] < left[2], "{left:?}");
 }
 
-/// How far the sludge front (the largest grain x) moved in a shortened run with friction `mu`.
-fn sludge_front_travel(mu: f64) -> f64 {
+/// How far the sludge moved downhill in a shortened run with friction `mu`: the mean x travel
+/// of its 16 grains (the furthest grain alone is decided by whichever one rolls, and flipped
+/// with a 0.09% change of gravity's clock).
+fn sludge_travel(mu: f64) -> f64 {
     let r = run(
         "sludge_slope",
         &sets(&[
@@ -469,23 +471,24 @@ fn sludge_front_travel(mu: f64) -> f64 {
             ("contact.friction", &mu.to_string()),
         ]),
     );
-    let front = |f: usize| {
-        (0..16)
-            .map(|k| r.centroid(&format!("grain.{k}"), f).x)
-            .fold(f64::NEG_INFINITY, f64::max)
-    };
-    let travel = front(r.last()) - front(0);
-    eprintln!("sludge_slope mu {mu}: front moved {travel:.3} cm");
+    let travel = (0..16)
+        .map(|k| {
+            let grain = format!("grain.{k}");
+            r.centroid(&grain, r.last()).x - r.centroid(&grain, 0).x
+        })
+        .sum::<f64>()
+        / 16.0;
+    eprintln!("sludge_slope mu {mu}: the grains moved {travel:.3} cm on average");
     travel
 }
 
 #[test]
-fn sludge_front_moves_less_for_larger_friction() {
-    let (slick, rough) = (sludge_front_travel(0.1), sludge_front_travel(0.6));
-    // Measured: 20.7 cm at mu 0.1, 17.7 cm at mu 0.6.
+fn sludge_moves_less_for_larger_friction() {
+    let (slick, rough) = (sludge_travel(0.1), sludge_travel(0.6));
+    // Measured: 10.5 cm at mu 0.1, 7.9 cm at mu 0.6 (the furthest grain: 20.7 and 17.7 cm).
     assert!(
-        rough < 0.95 * slick,
-        "front moved {slick} (mu 0.1), {rough} (mu 0.6)"
+        rough < 0.9 * slick,
+        "the grains moved {slick} (mu 0.1), {rough} (mu 0.6)"
     );
 }
 
