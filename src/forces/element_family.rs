@@ -335,6 +335,7 @@ impl ClockBin {
             .filter(|&v| std::mem::replace(&mut row_of[v as usize], 0) == u32::MAX)
             .collect();
         vertices.sort_unstable();
+        vertices.shrink_to_fit();
         let dense = 2 * vertices.len() >= vertex_count;
         for (r, &v) in vertices.iter().enumerate() {
             row_of[v as usize] = if dense { v } else { r as u32 };
@@ -379,6 +380,7 @@ impl Chunk {
         let mut rows: Vec<u32> = slots().map(|(row, _)| row).collect();
         rows.sort_unstable();
         rows.dedup();
+        rows.shrink_to_fit();
         let local = |row: u32| rows.partition_point(|&r| r < row) as u32;
         let gather = Csr::from_pairs(rows.len(), slots().map(|(row, slot)| (local(row), slot)));
         Self {
