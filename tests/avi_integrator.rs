@@ -67,7 +67,7 @@ fn equal_clocks_reproduce_symplectic_euler() {
                 x[a as usize],
                 x[b as usize],
                 springs.rest[e],
-                springs.stiffness[e],
+                springs.materials.stiffness(e),
             );
             force[a as usize] -= g[0];
             force[b as usize] -= g[1];
@@ -78,7 +78,7 @@ fn equal_clocks_reproduce_symplectic_euler() {
                 vs.map(|i| x[i as usize]),
                 hinges.rest_angle[e],
                 hinges.weight[e],
-                hinges.stiffness[e],
+                hinges.materials.stiffness(e),
             );
             for k in 0..4 {
                 force[vs[k] as usize] -= g[k];
