@@ -158,12 +158,17 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
     });
     let super_elements = scene.speed.super_elements;
     let binned = super_elements && scene.speed.clock_bins;
-    let springs = SpringFamily::new(springs, spring_clocks, &state.x, state.len(), binned);
-    let hinges = HingeFamily::new(hinges, hinge_clocks, &state.x, state.len(), binned);
-
-    let elastic_min = [springs.min_clock(), hinges.min_clock()]
+    let springs = SpringFamily::new(springs, &spring_clocks, &state.x, state.len(), binned);
+    let hinges = HingeFamily::new(hinges, &hinge_clocks, &state.x, state.len(), binned);
+    // The families keep no per-element clocks: what is needed of them is taken here.
+    let (stretching, bending) = (
+        ClockRange::of(&spring_clocks),
+        ClockRange::of(&hinge_clocks),
+    );
+    let elastic_min = [stretching, bending]
         .into_iter()
         .flatten()
+        .map(|range| range.min)
         .reduce(f64::min);
     let external_clock = integ.clock.unwrap_or_else(|| {
         let mut pace = elastic_min.unwrap_or(scene.frame_interval / EXTERNAL_TICKS_PER_FRAME);
@@ -190,13 +195,15 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             push_force(ForceTarget::Hinges(b as u8), bin.clock);
         }
     } else {
-        for (e, &h) in springs.clocks.iter().enumerate() {
+        // Unbinned, so the families keep the elements' order.
+        for (e, &h) in spring_clocks.iter().enumerate() {
             push_force(ForceTarget::Spring(e as u32), h);
         }
-        for (e, &h) in hinges.clocks.iter().enumerate() {
+        for (e, &h) in hinge_clocks.iter().enumerate() {
             push_force(ForceTarget::Hinge(e as u32), h);
         }
     }
+    drop((spring_clocks, hinge_clocks));
     let free_vertices = state.inv_mass.iter().filter(|&&w| w > 0.0).count();
     let gravity_clock = if binned && integ.clock.is_none() {
         median_elastic_step(&springs, &hinges, &state)
@@ -291,8 +298,8 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             force_events: forces.len(),
         },
         clocks: Clocks {
-            stretching: ClockRange::of(&springs.clocks),
-            bending: ClockRange::of(&hinges.clocks),
+            stretching,
+            bending,
             external: external_clock,
             gravity: gravity_clock,
         },

@@ -112,10 +112,10 @@ struct Chunk {
     gather: Csr,
 }
 
-/// A table of elements plus everything needed to tick it: damping memory, per-element stable
-/// clocks, and the clock bins that tick them as super-elements.
+/// A table of elements plus everything needed to tick it: damping memory and the clock bins
+/// that tick them as super-elements.
 ///
-/// Layout: `memory` and `clocks` are parallel to the kernel's element arrays, sorted by bin.
+/// Layout: `memory` is parallel to the kernel's element arrays, sorted by bin.
 /// `impulses` is scratch holding `N` impulses per element (flattened, element-major) of one
 /// chunk between its parallel compute pass and its per-vertex gather pass.
 #[derive(Debug)]
@@ -124,8 +124,6 @@ pub struct ElementFamily<const N: usize, K> {
     pub kernel: K,
     /// Per element: its length or angle at its previous tick (position-based damping).
     pub memory: Vec<f64>,
-    /// Per element: the largest stable clock.
-    pub clocks: Vec<f64>,
     /// The super-element events, finest clock first.
     pub bins: Vec<ClockBin>,
     impulses: Vec<DVec3>,
@@ -139,7 +137,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     /// one bin at the smallest clock, in the given order.
     pub fn new(
         kernel: K,
-        clocks: Vec<f64>,
+        clocks: &[f64],
         positions: &[DVec3],
         vertex_count: usize,
         binned: bool,
@@ -150,7 +148,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     /// [`Self::new`] with chunks of at most `chunk_len` elements.
     fn with_chunk_len(
         kernel: K,
-        clocks: Vec<f64>,
+        clocks: &[f64],
         positions: &[DVec3],
         vertex_count: usize,
         binned: bool,
@@ -169,7 +167,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         order.sort_by_key(|&e| bin_of(clocks[e as usize]));
         // Always copied: the copies are exactly sized, where tables grown by `push` hold up to
         // twice their length (a third of the families' memory at 10^6 vertices).
-        let (kernel, clocks) = (kernel.permuted(&order), permute(&clocks, &order));
+        let (kernel, clocks) = (kernel.permuted(&order), permute(clocks, &order));
         let memory = (0..kernel.len())
             .map(|e| kernel.memory_at(e, gather_positions(positions, kernel.stencil(e))))
             .collect();
@@ -195,7 +193,6 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         Self {
             kernel,
             memory,
-            clocks,
             bins,
             impulses: Vec::new(),
         }
@@ -209,11 +206,6 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     /// Whether the family has no elements.
     pub fn is_empty(&self) -> bool {
         self.kernel.is_empty()
-    }
-
-    /// The smallest element clock, or `None` for an empty family.
-    pub fn min_clock(&self) -> Option<f64> {
-        self.clocks.iter().copied().reduce(f64::min)
     }
 
     /// Ticks every element of bin `b` at time `t` with clock `h` (one super-element event).
@@ -440,7 +432,7 @@ mod tests {
     fn clock_bins_partition_the_elements_at_powers_of_two_no_slower_than_each_clock() {
         let (kernel, clocks, state) = chain(40);
         let min = clocks.iter().copied().fold(f64::INFINITY, f64::min);
-        let family = SpringFamily::new(kernel.clone(), clocks.clone(), &state.x, state.len(), true);
+        let family = SpringFamily::new(kernel.clone(), &clocks, &state.x, state.len(), true);
         assert!(family.bins.len() >= 3, "{} bins", family.bins.len());
         let mut seen = vec![false; kernel.len()];
         let mut next = 0;
@@ -451,18 +443,17 @@ mod tests {
             assert_eq!((bin.clock / min).log2().fract(), 0.0, "a power of two");
             let mut touched = Vec::new();
             for e in bin.elements.clone() {
-                let h = family.clocks[e];
+                // The element is one of the kernel's, ticking no slower than its own clock.
+                let original = (0..kernel.len())
+                    .find(|&o| kernel.ends[o] == family.kernel.ends[e])
+                    .unwrap();
+                assert!(!std::mem::replace(&mut seen[original], true));
+                let h = clocks[original];
                 assert!(
                     bin.clock <= h && h < 2.0 * bin.clock,
                     "element {e}: {h} in {}",
                     bin.clock
                 );
-                // The element is one of the kernel's, with its own clock.
-                let original = (0..kernel.len())
-                    .find(|&o| kernel.ends[o] == family.kernel.ends[e])
-                    .unwrap();
-                assert!(!std::mem::replace(&mut seen[original], true));
-                assert_eq!(clocks[original], h);
                 touched.extend(family.kernel.ends[e]);
             }
             touched.sort_unstable();
@@ -472,7 +463,7 @@ mod tests {
         assert_eq!(next, kernel.len());
         assert!(seen.iter().all(|&s| s));
         // Unbinned: one bin at the smallest clock, the order kept.
-        let single = SpringFamily::new(kernel.clone(), clocks, &state.x, state.len(), false);
+        let single = SpringFamily::new(kernel.clone(), &clocks, &state.x, state.len(), false);
         assert_eq!(single.bins.len(), 1);
         assert_eq!(single.bins[0].clock, min);
         assert_eq!(single.kernel.ends, kernel.ends);
@@ -492,10 +483,9 @@ mod tests {
         };
         for binned in [false, true] {
             let family = |chunk_len| {
-                let (kernel, clocks) = (kernel.clone(), clocks.clone());
                 SpringFamily::with_chunk_len(
-                    kernel,
-                    clocks,
+                    kernel.clone(),
+                    &clocks,
                     &state.x,
                     state.len(),
                     binned,
@@ -521,9 +511,8 @@ mod tests {
     #[test]
     fn ticking_every_bin_at_once_gives_the_unbinned_impulses_up_to_rounding() {
         let (kernel, clocks, state) = chain(40);
-        let mut binned =
-            SpringFamily::new(kernel.clone(), clocks.clone(), &state.x, state.len(), true);
-        let mut single = SpringFamily::new(kernel, clocks, &state.x, state.len(), false);
+        let mut binned = SpringFamily::new(kernel.clone(), &clocks, &state.x, state.len(), true);
+        let mut single = SpringFamily::new(kernel, &clocks, &state.x, state.len(), false);
         let (mut a, mut b) = (state.clone(), state);
         binned.tick_all(0.0, 1e-3, &mut a);
         single.tick_all(0.0, 1e-3, &mut b);
