@@ -33,8 +33,9 @@ pub struct Leaves {
     pub edges: Vec<[u32; 2]>,
     /// Global triangle list.
     pub triangles: Vec<[u32; 3]>,
-    /// Each leaf's vertices, `NONE`-padded.
-    verts: Vec<[u32; 3]>,
+    /// The vertices of each leaf that is no triangle (leaf `triangles.len() + i` is entry `i`),
+    /// `NONE`-padded; a triangle's leaf reads its vertices from `triangles`.
+    loose: Vec<[u32; 3]>,
     /// Each leaf's edges (ids into `edges`), `NONE`-padded.
     leaf_edges: Vec<[u32; 3]>,
     /// Each leaf's triangle, or `NONE`.
@@ -53,7 +54,7 @@ impl Leaves {
             .enumerate()
             .map(|(e, &[a, b])| ((a.min(b), a.max(b)), e as u32))
             .collect();
-        let mut verts = Vec::with_capacity(triangles.len());
+        let mut loose = Vec::new();
         let mut leaf_edges = Vec::with_capacity(triangles.len());
         let mut tri = Vec::with_capacity(triangles.len());
         let mut edge_used = vec![false; edges.len()];
@@ -69,7 +70,6 @@ impl Leaves {
             for v in [a, b, c] {
                 vertex_used[v as usize] = true;
             }
-            verts.push([a, b, c]);
             leaf_edges.push(es);
             tri.push(t as u32);
         }
@@ -77,25 +77,29 @@ impl Leaves {
             if !edge_used[e] {
                 vertex_used[a as usize] = true;
                 vertex_used[b as usize] = true;
-                verts.push([a, b, NONE]);
+                loose.push([a, b, NONE]);
                 leaf_edges.push([e as u32, NONE, NONE]);
                 tri.push(NONE);
             }
         }
         for (v, used) in vertex_used.iter().enumerate() {
             if !used {
-                verts.push([v as u32, NONE, NONE]);
+                loose.push([v as u32, NONE, NONE]);
                 leaf_edges.push([NONE; 3]);
                 tri.push(NONE);
             }
         }
         let vertex_leaves = Csr::from_pairs(
             vertex_count,
-            verts.iter().enumerate().flat_map(|(l, vs)| {
-                vs.iter()
-                    .filter(|&&v| v != NONE)
-                    .map(move |&v| (v, l as u32))
-            }),
+            triangles
+                .iter()
+                .chain(&loose)
+                .enumerate()
+                .flat_map(|(l, vs)| {
+                    vs.iter()
+                        .filter(|&&v| v != NONE)
+                        .map(move |&v| (v, l as u32))
+                }),
         );
         let edge_leaves = Csr::from_pairs(
             edges.len(),
@@ -108,7 +112,7 @@ impl Leaves {
         Self {
             edges,
             triangles,
-            verts,
+            loose,
             leaf_edges,
             tri,
             vertex_leaves,
@@ -118,18 +122,28 @@ impl Leaves {
 
     /// Number of leaves.
     pub fn len(&self) -> usize {
-        self.verts.len()
+        self.triangles.len() + self.loose.len()
     }
 
     /// Whether there is no leaf.
     pub fn is_empty(&self) -> bool {
-        self.verts.is_empty()
+        self.len() == 0
+    }
+
+    /// The vertices of leaf `l`, `NONE`-padded.
+    #[inline]
+    fn vertex_slots(&self, l: u32) -> [u32; 3] {
+        let l = l as usize;
+        match self.triangles.get(l) {
+            Some(&t) => t,
+            None => self.loose[l - self.triangles.len()],
+        }
     }
 
     /// The vertices of leaf `l`.
     #[inline]
-    pub fn verts(&self, l: u32) -> impl Iterator<Item = u32> + '_ {
-        self.verts[l as usize].into_iter().filter(|&v| v != NONE)
+    pub fn verts(&self, l: u32) -> impl Iterator<Item = u32> {
+        self.vertex_slots(l).into_iter().filter(|&v| v != NONE)
     }
 
     fn edges_of(&self, l: u32) -> impl Iterator<Item = u32> + '_ {
@@ -140,7 +154,8 @@ impl Leaves {
 
     /// Whether leaves `a` and `b` share a vertex.
     pub fn adjacent(&self, a: u32, b: u32) -> bool {
-        self.verts(a).any(|v| self.verts[b as usize].contains(&v))
+        let b = self.vertex_slots(b);
+        self.verts(a).any(|v| b.contains(&v))
     }
 
     /// The leaves holding vertex `v`.
@@ -232,7 +247,7 @@ impl Leaves {
     /// Whether `key` is one of the feature pairs of leaves `a` and `b`.
     pub fn covers(&self, a: u32, b: u32, key: PairKey) -> bool {
         let holds_edge = |l: u32, e: u32| self.leaf_edges[l as usize].contains(&e);
-        let holds_vertex = |l: u32, v: u32| self.verts[l as usize].contains(&v);
+        let holds_vertex = |l: u32, v: u32| self.vertex_slots(l).contains(&v);
         match key {
             PairKey::VertexTriangle(v, t) => {
                 (self.tri[b as usize] == t && holds_vertex(a, v))
@@ -299,9 +314,9 @@ impl Group {
         }
         for &l in ls {
             let i = l as usize;
-            for k in 0..3 {
-                add(&mut g.verts, &mut g.len[0], leaves.verts[i][k]);
-                add(&mut g.edges, &mut g.len[1], leaves.leaf_edges[i][k]);
+            for (v, e) in leaves.vertex_slots(l).into_iter().zip(leaves.leaf_edges[i]) {
+                add(&mut g.verts, &mut g.len[0], v);
+                add(&mut g.edges, &mut g.len[1], e);
             }
             add(&mut g.tris, &mut g.len[2], leaves.tri[i]);
         }
@@ -483,6 +498,21 @@ mod tests {
         assert_eq!(l.verts(2).collect::<Vec<_>>(), vec![4]);
         assert_eq!(l.of_vertex(4), &[2]);
         assert_eq!(l.of_vertex(1), &[0, 1]);
+    }
+
+    #[test]
+    fn leaves_are_the_triangles_then_loose_edges_then_loose_vertices() {
+        let edges = vec![[0, 1], [1, 2], [2, 0], [1, 3], [3, 2], [5, 6]];
+        let l = Leaves::new(edges, vec![[0, 1, 2], [1, 3, 2]], 7);
+        assert_eq!(l.len(), 4);
+        let verts = |leaf: u32| l.verts(leaf).collect::<Vec<_>>();
+        assert_eq!(verts(0), vec![0, 1, 2]);
+        assert_eq!(verts(1), vec![1, 3, 2]);
+        assert_eq!(verts(2), vec![5, 6]);
+        assert_eq!(verts(3), vec![4]);
+        assert_eq!(l.of_vertex(5), &[2]);
+        assert_eq!(l.of_vertex(4), &[3]);
+        assert!(l.adjacent(0, 1) && !l.adjacent(1, 2) && !l.adjacent(2, 3));
     }
 
     #[test]
