@@ -83,7 +83,7 @@ pub struct ClockBin {
     pub elements: Range<usize>,
     /// The vertices the elements touch, ascending.
     pub vertices: Vec<u32>,
-    /// The elements in consecutive chunks (of at most [`CHUNK_LEN`] elements), in order.
+    /// The elements in consecutive chunks (of at most [`CHUNK_SLOTS`] impulse slots), in order.
     chunks: Vec<Chunk>,
     /// Whether the bin touches at least half of the simulation's vertices: its sums then have a
     /// row for every vertex of the simulation (row `v` for vertex `v`), so that the kick runs as
@@ -91,9 +91,10 @@ pub struct ClockBin {
     dense: bool,
 }
 
-/// At most this many elements have their impulses held at once: a bin is ticked chunk by chunk,
-/// so the impulse scratch is bounded instead of `N` impulses for every element of the family.
-const CHUNK_LEN: usize = 1 << 16;
+/// At most this many impulses (`N` an element) are held at once: a bin is ticked chunk by chunk,
+/// so the impulse scratch is bounded instead of `N` impulses for every element of the family,
+/// and a chunk's slots are numbered in 16 bits.
+const CHUNK_SLOTS: usize = 1 << 16;
 
 /// Consecutive elements of a bin whose impulses are computed together, and the order in which
 /// they are added to the bin's per-vertex sums.
@@ -109,7 +110,7 @@ struct Chunk {
     rows: Vec<u32>,
     /// For each entry of `rows`, the chunk's impulse slots `(e - elements.start) * N + k` to
     /// add to it, ascending.
-    gather: Csr,
+    gather: Csr<u16>,
 }
 
 /// A table of elements plus everything needed to tick it: damping memory and the clock bins
@@ -142,10 +143,12 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         vertex_count: usize,
         binned: bool,
     ) -> Self {
-        Self::with_chunk_len(kernel, clocks, positions, vertex_count, binned, CHUNK_LEN)
+        let chunk_len = CHUNK_SLOTS / N;
+        Self::with_chunk_len(kernel, clocks, positions, vertex_count, binned, chunk_len)
     }
 
-    /// [`Self::new`] with chunks of at most `chunk_len` elements.
+    /// [`Self::new`] with chunks of at most `chunk_len` elements (`chunk_len * N` at most
+    /// [`CHUNK_SLOTS`]).
     fn with_chunk_len(
         kernel: K,
         clocks: &[f64],
@@ -155,6 +158,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         chunk_len: usize,
     ) -> Self {
         debug_assert_eq!(clocks.len(), kernel.len());
+        assert!((1..=CHUNK_SLOTS / N).contains(&chunk_len));
         let min = clocks.iter().copied().fold(f64::INFINITY, f64::min);
         let bin_of = |h: f64| {
             if binned {
@@ -366,7 +370,7 @@ impl Chunk {
         let slots = || {
             elements.clone().flat_map(move |e| {
                 let stencil = kernel.stencil(e);
-                (0..N).map(move |k| (row_of[stencil[k] as usize], ((e - start) * N + k) as u32))
+                (0..N).map(move |k| (row_of[stencil[k] as usize], ((e - start) * N + k) as u16))
             })
         };
         let mut rows: Vec<u32> = slots().map(|(row, _)| row).collect();
@@ -492,7 +496,7 @@ mod tests {
                     chunk_len,
                 )
             };
-            let mut whole = family(CHUNK_LEN);
+            let mut whole = family(CHUNK_SLOTS / 2);
             assert!(whole.bins.iter().all(|bin| bin.chunks.len() == 1));
             let mut reference = state.clone();
             whole.tick_all(0.0, 1e-3, &mut reference);
@@ -506,6 +510,26 @@ mod tests {
                 assert_eq!(chunked.memory, whole.memory, "chunks of {chunk_len}");
             }
         }
+    }
+
+    #[test]
+    fn a_full_chunk_numbers_its_last_slot_in_16_bits() {
+        let (kernel, clocks, state) = chain(40_000);
+        let mut full = SpringFamily::new(kernel.clone(), &clocks, &state.x, state.len(), false);
+        let chunks = &full.bins[0].chunks;
+        assert_eq!(chunks.len(), 2);
+        assert_eq!(chunks[0].elements, 0..CHUNK_SLOTS / 2);
+        assert_eq!(chunks[0].gather.items.iter().max(), Some(&u16::MAX));
+        let mut small =
+            SpringFamily::with_chunk_len(kernel, &clocks, &state.x, state.len(), false, 999);
+        let (mut a, mut b) = (state.clone(), state);
+        full.tick_all(0.0, 1e-3, &mut a);
+        small.tick_all(0.0, 1e-3, &mut b);
+        assert!(a
+            .v
+            .iter()
+            .zip(&b.v)
+            .all(|(p, q)| p.to_array().map(f64::to_bits) == q.to_array().map(f64::to_bits)));
     }
 
     #[test]
