@@ -42,8 +42,14 @@ pub struct Leaves {
     tri: Vec<u32>,
     /// Vertex -> the leaves holding it.
     pub vertex_leaves: Csr,
-    /// Edge -> the leaves holding it.
-    edge_leaves: Csr,
+}
+
+/// A vertex, triangle or edge (by id), for [`Leaves::holding`].
+#[derive(Clone, Copy, Debug)]
+enum Primitive {
+    Vertex(u32),
+    Triangle(u32),
+    Edge(u32),
 }
 
 impl Leaves {
@@ -101,14 +107,6 @@ impl Leaves {
                         .map(move |&v| (v, l as u32))
                 }),
         );
-        let edge_leaves = Csr::from_pairs(
-            edges.len(),
-            leaf_edges.iter().enumerate().flat_map(|(l, es)| {
-                es.iter()
-                    .filter(|&&e| e != NONE)
-                    .map(move |&e| (e, l as u32))
-            }),
-        );
         Self {
             edges,
             triangles,
@@ -116,7 +114,6 @@ impl Leaves {
             leaf_edges,
             tri,
             vertex_leaves,
-            edge_leaves,
         }
     }
 
@@ -262,17 +259,36 @@ impl Leaves {
     /// Leaves whose feature pairs may include `key`, paired with the leaves to look for: for a
     /// VT pair the vertex's leaves against the triangle's leaf, for an EE pair the first edge's
     /// leaves against the second's.
-    pub fn sides(&self, key: PairKey) -> (&[u32], &[u32]) {
-        match key {
-            PairKey::VertexTriangle(v, t) => (
-                self.vertex_leaves.row(v as usize),
-                std::slice::from_ref(&self.tri[t as usize]),
-            ),
-            PairKey::EdgeEdge(e, f) => (
-                self.edge_leaves.row(e as usize),
-                self.edge_leaves.row(f as usize),
-            ),
-        }
+    pub fn sides(
+        &self,
+        key: PairKey,
+    ) -> (
+        impl Iterator<Item = u32> + Clone + '_,
+        impl Iterator<Item = u32> + Clone + '_,
+    ) {
+        let (a, b) = match key {
+            PairKey::VertexTriangle(v, t) => (Primitive::Vertex(v), Primitive::Triangle(t)),
+            PairKey::EdgeEdge(e, f) => (Primitive::Edge(e), Primitive::Edge(f)),
+        };
+        (self.holding(a), self.holding(b))
+    }
+
+    /// The leaves holding primitive `p`: those of its first vertex that hold it (no table of
+    /// the leaves of each edge is kept).
+    fn holding(&self, p: Primitive) -> impl Iterator<Item = u32> + Clone + '_ {
+        let anchor = match p {
+            Primitive::Vertex(v) => v,
+            Primitive::Triangle(t) => self.triangles[t as usize][0],
+            Primitive::Edge(e) => self.edges[e as usize][0],
+        };
+        self.of_vertex(anchor)
+            .iter()
+            .copied()
+            .filter(move |&l| match p {
+                Primitive::Vertex(_) => true,
+                Primitive::Triangle(t) => self.tri[l as usize] == t,
+                Primitive::Edge(e) => self.leaf_edges[l as usize].contains(&e),
+            })
     }
 
     /// The centroid of leaf `l` at time `s`.
@@ -513,6 +529,21 @@ mod tests {
         assert_eq!(l.of_vertex(5), &[2]);
         assert_eq!(l.of_vertex(4), &[3]);
         assert!(l.adjacent(0, 1) && !l.adjacent(1, 2) && !l.adjacent(2, 3));
+    }
+
+    #[test]
+    fn sides_list_the_leaves_holding_each_primitive() {
+        let edges = vec![[0, 1], [1, 2], [2, 0], [1, 3], [3, 2], [5, 6]];
+        let l = Leaves::new(edges, vec![[0, 1, 2], [1, 3, 2]], 7);
+        let sides = |key| {
+            let (a, b) = l.sides(key);
+            (a.collect::<Vec<_>>(), b.collect::<Vec<_>>())
+        };
+        assert_eq!(sides(PairKey::VertexTriangle(2, 1)), (vec![0, 1], vec![1]));
+        assert_eq!(sides(PairKey::VertexTriangle(4, 0)), (vec![3], vec![0]));
+        // Edge 1-2 is in both triangles, 0-1 in the first, 5-6 a loose edge's leaf.
+        assert_eq!(sides(PairKey::EdgeEdge(1, 0)), (vec![0, 1], vec![0]));
+        assert_eq!(sides(PairKey::EdgeEdge(3, 5)), (vec![1], vec![2]));
     }
 
     #[test]

@@ -541,8 +541,8 @@ impl<V: Volume> SeparationList<V> {
         if !self.near(key) {
             return false;
         }
-        let (side, _) = self.leaves.sides(key);
-        side.iter().any(|&la| {
+        let (mut side, _) = self.leaves.sides(key);
+        side.any(|la| {
             self.open_partners(self.bvh.leaf_node(la)).any(|node| {
                 self.bvh
                     .bucket(node)
