@@ -38,8 +38,6 @@ pub struct Leaves {
     loose: Vec<[u32; 3]>,
     /// Each leaf's edges (ids into `edges`), `NONE`-padded.
     leaf_edges: Vec<[u32; 3]>,
-    /// Each leaf's triangle, or `NONE`.
-    tri: Vec<u32>,
     /// Vertex -> the leaves holding it.
     pub vertex_leaves: Csr,
 }
@@ -62,10 +60,9 @@ impl Leaves {
             .collect();
         let mut loose = Vec::new();
         let mut leaf_edges = Vec::with_capacity(triangles.len());
-        let mut tri = Vec::with_capacity(triangles.len());
         let mut edge_used = vec![false; edges.len()];
         let mut vertex_used = vec![false; vertex_count];
-        for (t, &[a, b, c]) in triangles.iter().enumerate() {
+        for &[a, b, c] in &triangles {
             let mut es = [NONE; 3];
             for (k, (p, q)) in [(a, b), (b, c), (c, a)].into_iter().enumerate() {
                 if let Some(&e) = edge_id.get(&(p.min(q), p.max(q))) {
@@ -77,7 +74,6 @@ impl Leaves {
                 vertex_used[v as usize] = true;
             }
             leaf_edges.push(es);
-            tri.push(t as u32);
         }
         for (e, &[a, b]) in edges.iter().enumerate() {
             if !edge_used[e] {
@@ -85,14 +81,12 @@ impl Leaves {
                 vertex_used[b as usize] = true;
                 loose.push([a, b, NONE]);
                 leaf_edges.push([e as u32, NONE, NONE]);
-                tri.push(NONE);
             }
         }
         for (v, used) in vertex_used.iter().enumerate() {
             if !used {
                 loose.push([v as u32, NONE, NONE]);
                 leaf_edges.push([NONE; 3]);
-                tri.push(NONE);
             }
         }
         let vertex_leaves = Csr::from_pairs(
@@ -112,7 +106,6 @@ impl Leaves {
             triangles,
             loose,
             leaf_edges,
-            tri,
             vertex_leaves,
         }
     }
@@ -125,6 +118,16 @@ impl Leaves {
     /// Whether there is no leaf.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The triangle of leaf `l` (a triangle's leaf has the triangle's id), or `NONE`.
+    #[inline]
+    fn tri(&self, l: u32) -> u32 {
+        if (l as usize) < self.triangles.len() {
+            l
+        } else {
+            NONE
+        }
     }
 
     /// The vertices of leaf `l`, `NONE`-padded.
@@ -167,7 +170,7 @@ impl Leaves {
             return;
         }
         for (p, q) in [(a, b), (b, a)] {
-            let t = self.tri[q as usize];
+            let t = self.tri(q);
             if t == NONE {
                 continue;
             }
@@ -247,8 +250,7 @@ impl Leaves {
         let holds_vertex = |l: u32, v: u32| self.vertex_slots(l).contains(&v);
         match key {
             PairKey::VertexTriangle(v, t) => {
-                (self.tri[b as usize] == t && holds_vertex(a, v))
-                    || (self.tri[a as usize] == t && holds_vertex(b, v))
+                (self.tri(b) == t && holds_vertex(a, v)) || (self.tri(a) == t && holds_vertex(b, v))
             }
             PairKey::EdgeEdge(e, f) => {
                 (holds_edge(a, e) && holds_edge(b, f)) || (holds_edge(a, f) && holds_edge(b, e))
@@ -286,7 +288,7 @@ impl Leaves {
             .copied()
             .filter(move |&l| match p {
                 Primitive::Vertex(_) => true,
-                Primitive::Triangle(t) => self.tri[l as usize] == t,
+                Primitive::Triangle(t) => l == t,
                 Primitive::Edge(e) => self.leaf_edges[l as usize].contains(&e),
             })
     }
@@ -334,7 +336,7 @@ impl Group {
                 add(&mut g.verts, &mut g.len[0], v);
                 add(&mut g.edges, &mut g.len[1], e);
             }
-            add(&mut g.tris, &mut g.len[2], leaves.tri[i]);
+            add(&mut g.tris, &mut g.len[2], leaves.tri(l));
         }
         g
     }
@@ -529,6 +531,7 @@ mod tests {
         assert_eq!(l.of_vertex(5), &[2]);
         assert_eq!(l.of_vertex(4), &[3]);
         assert!(l.adjacent(0, 1) && !l.adjacent(1, 2) && !l.adjacent(2, 3));
+        assert_eq!([0, 1, 2, 3].map(|leaf| l.tri(leaf)), [0, 1, NONE, NONE]);
     }
 
     #[test]
