@@ -1,6 +1,8 @@
 //! Assembly of a [`Simulation`] from a [`Scene`]: global buffers, masses, element families,
 //! clocks, and the initial events.
 
+use std::borrow::Cow;
+
 use glam::DVec3;
 
 use super::contact::{Contact, ContactSetup, TooClose};
@@ -11,7 +13,7 @@ use crate::events::{EventKind, EventQueue, EventTable};
 use crate::forces::external::{Drag, PrescribedForce, ScriptedMotion};
 use crate::forces::{ElementKernel, HingeFamily, HingeKernel, SpringFamily, SpringKernel};
 use crate::kds::swept_boxes::PairKey;
-use crate::mesh::{lumped_masses, Topology};
+use crate::mesh::{lumped_masses, Topology, TriMesh};
 use crate::scene::{Scene, SceneError, VertexSet};
 use crate::state::{VertexKind, VertexState};
 
@@ -21,7 +23,9 @@ const BROAD_PHASE_WINDOW_TICKS: f64 = 4.0;
 /// External forces tick this many times per frame when no elastic clock sets their pace.
 const EXTERNAL_TICKS_PER_FRAME: f64 = 100.0;
 
-pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
+/// Builds the simulation of `scene`; an owned scene's meshes are freed as soon as they are copied
+/// (before the element families and the broad phase, the peak of the build's memory).
+pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneError> {
     scene.validate()?;
     let mut objects = Vec::with_capacity(scene.objects.len());
     let mut state = VertexState::default();
@@ -67,6 +71,12 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             Topology::build(mesh).map_err(|e| SceneError::mesh(i, &e))?
         });
     }
+    if let Cow::Owned(scene) = &mut scene {
+        for object in &mut scene.objects {
+            object.mesh = TriMesh::default();
+        }
+    }
+    let scene = &*scene;
     let global = |set: &VertexSet| -> Vec<u32> {
         let offset = objects[set.object].first_vertex;
         set.vertices.iter().map(|v| v + offset).collect()
