@@ -5,7 +5,6 @@
 mod common;
 
 use acm::check::AuditReport;
-use acm::forces::ElementKernel;
 use acm::scene::{profile, Scene, SpeedSettings};
 use acm::{Frame, FrameSink, NoFrames, RunError, Simulation, Stats};
 use common::{head_on, momentum, momentum_scale, Audited};
@@ -370,8 +369,10 @@ fn clock_bins_tick_the_compactor_blob_less_often_and_gravity_at_the_median_step(
     // Every element ticks at least as often as its own stable clock asks.
     let (springs, hinges, state) = (binned.springs(), binned.hinges(), binned.state());
     let safety = scene.integrator.safety;
-    let spring_shares = springs.kernel.inverse_mass_shares(&state.inv_mass);
-    let hinge_shares = hinges.kernel.inverse_mass_shares(&state.inv_mass);
+    let spring_shares =
+        acm::forces::ElementKernel::inverse_mass_shares(&springs.kernel, &state.inv_mass);
+    let hinge_shares =
+        acm::forces::ElementKernel::inverse_mass_shares(&hinges.kernel, &state.inv_mass);
     for (bins, clocks) in [
         (
             &springs.bins,
