@@ -42,8 +42,8 @@ fn model(n: usize) -> Model {
     }
     let sc = vec![1e-4; sk.ends.len()];
     let hc = vec![1e-4; hk.verts.len()];
-    let springs = SpringFamily::new(sk, sc, &state.x, state.len(), false);
-    let hinges = HingeFamily::new(hk, hc, &state.x, state.len(), false);
+    let springs = SpringFamily::new(sk, &sc, &state.x, state.len(), false);
+    let hinges = HingeFamily::new(hk, &hc, &state.x, state.len(), false);
     Model {
         state,
         springs,

@@ -403,10 +403,21 @@ fn clock_bins_tick_the_compactor_blob_less_often_and_gravity_at_the_median_step(
     assert!((ticks_per_frame - ticks_per_frame.round()).abs() < 1e-6);
     assert!(clocks.gravity > 1.9 * clocks.bending.unwrap().min);
     // Every element ticks at least as often as its own stable clock asks.
-    let (springs, hinges) = (binned.springs(), binned.hinges());
+    let (springs, hinges, state) = (binned.springs(), binned.hinges(), binned.state());
+    let safety = scene.integrator.safety;
+    let spring_shares =
+        acm::forces::ElementKernel::inverse_mass_shares(&springs.kernel, &state.inv_mass);
+    let hinge_shares =
+        acm::forces::ElementKernel::inverse_mass_shares(&hinges.kernel, &state.inv_mass);
     for (bins, clocks) in [
-        (&springs.bins, &springs.clocks),
-        (&hinges.bins, &hinges.clocks),
+        (
+            &springs.bins,
+            springs.kernel.stable_clocks(&spring_shares, safety),
+        ),
+        (
+            &hinges.bins,
+            hinges.kernel.stable_clocks(&state.x, &hinge_shares, safety),
+        ),
     ] {
         for bin in bins {
             assert!(bin.elements.clone().all(|e| bin.clock <= clocks[e]));

@@ -11,7 +11,7 @@ use acm::engine::{Frame, FrameSink, RunError};
 use acm::output::{write_stats, ContactCsv, EnergyCsv, ObjFrames, StepsCsv};
 use acm::profile::ZoneTotal;
 use acm::scene::profile::{self, ProfileError};
-use acm::scene::Method;
+use acm::scene::{Method, SceneError};
 use acm::sync::{SyncError, SyncSimulation};
 use acm::{Scene, Simulation};
 use clap::{Args, Parser, Subcommand};
@@ -178,8 +178,9 @@ fn load(profile: Option<&Path>, overrides: &[String]) -> Result<Scene, Failure> 
     })
 }
 
-fn build(scene: &Scene) -> Result<Simulation, Failure> {
-    Simulation::new(scene).map_err(|e| Failure::BadInput(format!("{}: {e}", scene.name)))
+/// The failure of building scene `name`.
+fn bad_scene(name: &str, e: SceneError) -> Failure {
+    Failure::BadInput(format!("{name}: {e}"))
 }
 
 fn run(args: RunArgs) -> Result<(), Failure> {
@@ -197,25 +198,26 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     };
     let pool = thread_pool(args.threads)?;
     // Build before touching the output directory, so bad input leaves it as it was.
+    let (name, frame_interval) = (scene.name.clone(), scene.frame_interval);
+    // The scene is freed once built (its meshes during the build): the simulation holds its
+    // own copies.
     let (mut acm_sim, mut sync_sim) = match scene.integrator.method {
-        Method::Acm => (Some(build(&scene)?), None),
+        Method::Acm => (
+            Some(Simulation::from_scene(scene).map_err(|e| bad_scene(&name, e))?),
+            None,
+        ),
         Method::Sync if args.trace.is_some() => {
             return Err(Failure::BadInput(
                 "--trace traces ACM's event loop; it is not available with integrator = sync"
                     .into(),
             ))
         }
-        Method::Sync => (
-            None,
-            Some(
-                SyncSimulation::new(&scene)
-                    .map_err(|e| Failure::BadInput(format!("{}: {e}", scene.name)))?,
-            ),
-        ),
+        Method::Sync => {
+            let sim = SyncSimulation::new(&scene).map_err(|e| bad_scene(&name, e))?;
+            drop(scene);
+            (None, Some(sim))
+        }
     };
-    // The simulation holds its own copies of the meshes: free the scene's before running.
-    let (name, frame_interval) = (scene.name.clone(), scene.frame_interval);
-    drop(scene);
     let io = |e: std::io::Error| Failure::BadInput(format!("{}: {e}", args.out.display()));
     let frames = ObjFrames::create(&args.out).map_err(io)?;
     let (contact_path, steps_path) = (args.out.join("contact.csv"), args.out.join("steps.csv"));
@@ -424,7 +426,7 @@ impl FrameSink for RunSink {
 
 fn info(args: InfoArgs) -> Result<(), Failure> {
     let scene = load(Some(&args.profile), &args.overrides)?;
-    let sim = build(&scene)?;
+    let sim = Simulation::new(&scene).map_err(|e| bad_scene(&scene.name, e))?;
     let s = sim.stats();
     let state = sim.state();
     println!(

@@ -1,6 +1,8 @@
 //! Assembly of a [`Simulation`] from a [`Scene`]: global buffers, masses, element families,
 //! clocks, and the initial events.
 
+use std::borrow::Cow;
+
 use glam::DVec3;
 
 use super::contact::{Contact, ContactSetup, TooClose};
@@ -11,7 +13,7 @@ use crate::events::{EventKind, EventQueue, EventTable};
 use crate::forces::external::{Drag, PrescribedForce, ScriptedMotion};
 use crate::forces::{ElementKernel, HingeFamily, HingeKernel, SpringFamily, SpringKernel};
 use crate::kds::swept_boxes::PairKey;
-use crate::mesh::{lumped_masses, Topology};
+use crate::mesh::{lumped_masses, Topology, TriMesh};
 use crate::scene::{Scene, SceneError, VertexSet};
 use crate::state::{VertexKind, VertexState};
 
@@ -21,7 +23,9 @@ const BROAD_PHASE_WINDOW_TICKS: f64 = 4.0;
 /// External forces tick this many times per frame when no elastic clock sets their pace.
 const EXTERNAL_TICKS_PER_FRAME: f64 = 100.0;
 
-pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
+/// Builds the simulation of `scene`; an owned scene's meshes are freed as soon as they are copied
+/// (before the element families and the broad phase, the peak of the build's memory).
+pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneError> {
     scene.validate()?;
     let mut objects = Vec::with_capacity(scene.objects.len());
     let mut state = VertexState::default();
@@ -67,6 +71,12 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             Topology::build(mesh).map_err(|e| SceneError::mesh(i, &e))?
         });
     }
+    if let Cow::Owned(scene) = &mut scene {
+        for object in &mut scene.objects {
+            object.mesh = TriMesh::default();
+        }
+    }
+    let scene = &*scene;
     let global = |set: &VertexSet| -> Vec<u32> {
         let offset = objects[set.object].first_vertex;
         set.vertices.iter().map(|v| v + offset).collect()
@@ -158,12 +168,17 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
     });
     let super_elements = scene.speed.super_elements;
     let binned = super_elements && scene.speed.clock_bins;
-    let springs = SpringFamily::new(springs, spring_clocks, &state.x, state.len(), binned);
-    let hinges = HingeFamily::new(hinges, hinge_clocks, &state.x, state.len(), binned);
-
-    let elastic_min = [springs.min_clock(), hinges.min_clock()]
+    let springs = SpringFamily::new(springs, &spring_clocks, &state.x, state.len(), binned);
+    let hinges = HingeFamily::new(hinges, &hinge_clocks, &state.x, state.len(), binned);
+    // The families keep no per-element clocks: what is needed of them is taken here.
+    let (stretching, bending) = (
+        ClockRange::of(&spring_clocks),
+        ClockRange::of(&hinge_clocks),
+    );
+    let elastic_min = [stretching, bending]
         .into_iter()
         .flatten()
+        .map(|range| range.min)
         .reduce(f64::min);
     let external_clock = integ.clock.unwrap_or_else(|| {
         let mut pace = elastic_min.unwrap_or(scene.frame_interval / EXTERNAL_TICKS_PER_FRAME);
@@ -190,13 +205,15 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             push_force(ForceTarget::Hinges(b as u8), bin.clock);
         }
     } else {
-        for (e, &h) in springs.clocks.iter().enumerate() {
+        // Unbinned, so the families keep the elements' order.
+        for (e, &h) in spring_clocks.iter().enumerate() {
             push_force(ForceTarget::Spring(e as u32), h);
         }
-        for (e, &h) in hinges.clocks.iter().enumerate() {
+        for (e, &h) in hinge_clocks.iter().enumerate() {
             push_force(ForceTarget::Hinge(e as u32), h);
         }
     }
+    drop((spring_clocks, hinge_clocks));
     let free_vertices = state.inv_mass.iter().filter(|&&w| w > 0.0).count();
     let gravity_clock = if binned && integ.clock.is_none() {
         median_elastic_step(&springs, &hinges, &state)
@@ -292,8 +309,8 @@ pub(super) fn simulation(scene: &Scene) -> Result<Simulation, SceneError> {
             force_events: forces.len(),
         },
         clocks: Clocks {
-            stretching: ClockRange::of(&springs.clocks),
-            bending: ClockRange::of(&hinges.clocks),
+            stretching,
+            bending,
             external: external_clock,
             gravity: gravity_clock,
         },

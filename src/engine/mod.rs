@@ -11,6 +11,7 @@ mod layer_events;
 mod stats;
 mod triangle_pairs;
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use glam::DVec3;
@@ -274,7 +275,13 @@ pub struct Simulation {
 impl Simulation {
     /// Builds a simulation from a scene (validated first).
     pub fn new(scene: &Scene) -> Result<Self, SceneError> {
-        build::simulation(scene)
+        build::simulation(Cow::Borrowed(scene))
+    }
+
+    /// [`Simulation::new`] from a scene that is not needed afterwards: its meshes are freed
+    /// during the build, once copied, so that they do not add to the build's peak memory.
+    pub fn from_scene(scene: Scene) -> Result<Self, SceneError> {
+        build::simulation(Cow::Owned(scene))
     }
 
     /// Scene name.
@@ -757,6 +764,39 @@ impl Simulation {
 mod tests {
     use super::*;
     use crate::scene::{Material, SceneObject};
+
+    #[test]
+    fn a_scene_given_away_builds_the_same_simulation() {
+        let mut sheet = SceneObject {
+            name: "sheet".into(),
+            mesh: crate::mesh::sheet(4, 3, 10.0, 8.0).unwrap(),
+            material: Material::default(),
+            fixed: false,
+            velocity: DVec3::new(0.0, -1.0, 0.0),
+            particle_mass: None,
+        };
+        sheet.material.bend = 0.1;
+        let scene = Scene {
+            name: "sheet".into(),
+            objects: vec![sheet],
+            ..Scene::default()
+        };
+        let (mut kept, mut given) = (
+            Simulation::new(&scene).unwrap(),
+            Simulation::from_scene(scene.clone()).unwrap(),
+        );
+        for sim in [&mut kept, &mut given] {
+            sim.run_until(0.01, &mut NoFrames).unwrap();
+        }
+        assert_eq!(kept.triangles(), given.triangles());
+        assert_eq!(
+            kept.triangles().len(),
+            scene.objects[0].mesh.triangles.len()
+        );
+        assert_eq!(kept.state().x, given.state().x);
+        assert_eq!(kept.state().v, given.state().v);
+        assert_eq!(kept.stats().model, given.stats().model);
+    }
 
     /// A particle 0.5 cm above a fixed floor, no gravity, drifting sideways.
     fn particle_over_floor() -> Simulation {

@@ -73,8 +73,8 @@ pub trait ElementKernel<const N: usize>: Sync {
 const MAX_BINS: usize = 16;
 
 /// Elements ticked together as one super-element event: a contiguous range of the family's
-/// elements (the family is sorted by bin), their clock, and the map from each vertex they touch
-/// to the impulse slots to sum for it.
+/// elements (the family is sorted by bin), their clock, and, chunk by chunk, the map from each
+/// vertex they touch to the impulse slots to sum for it.
 #[derive(Debug)]
 pub struct ClockBin {
     /// The clock every element of the bin ticks at: no larger than any member's stable clock.
@@ -83,29 +83,48 @@ pub struct ClockBin {
     pub elements: Range<usize>,
     /// The vertices the elements touch, ascending.
     pub vertices: Vec<u32>,
-    /// The flat impulse slots `e * N + k` to sum for each vertex, ascending, so each vertex's
-    /// sum has the same order on any number of threads: row `v` for vertex `v` when `dense`,
-    /// otherwise row `r` for `vertices[r]`.
-    gather: Csr,
-    /// Whether `gather` has a row for every vertex of the simulation (bins touching at least
-    /// half of them), so that the kick runs as one parallel pass over all vertices.
+    /// The elements in consecutive chunks (of at most [`CHUNK_SLOTS`] impulse slots), in order.
+    chunks: Vec<Chunk>,
+    /// Whether the bin touches at least half of the simulation's vertices: its sums then have a
+    /// row for every vertex of the simulation (row `v` for vertex `v`), so that the kick runs as
+    /// one parallel pass over all vertices; otherwise row `r` is for `vertices[r]`.
     dense: bool,
 }
 
-/// A table of elements plus everything needed to tick it: damping memory, per-element stable
-/// clocks, and the clock bins that tick them as super-elements.
+/// At most this many impulses (`N` an element) are held at once: a bin is ticked chunk by chunk,
+/// so the impulse scratch is bounded instead of `N` impulses for every element of the family,
+/// and a chunk's slots are numbered in 16 bits.
+const CHUNK_SLOTS: usize = 1 << 16;
+
+/// Consecutive elements of a bin whose impulses are computed together, and the order in which
+/// they are added to the bin's per-vertex sums.
 ///
-/// Layout: `memory` and `clocks` are parallel to the kernel's element arrays, sorted by bin.
-/// `impulses` is scratch holding `N` impulses per element (flattened, element-major) between a
-/// bin's parallel compute pass and its per-vertex gather pass.
+/// Chunks are added in element order and each row's slots ascending, so every vertex's sum adds
+/// the same impulses in the same order as one ascending pass over all the bin's slots: the same
+/// bits on any number of threads and with any chunk length.
+#[derive(Debug)]
+struct Chunk {
+    /// The family's elements of the chunk.
+    elements: Range<usize>,
+    /// The bin's sum rows the chunk touches, ascending.
+    rows: Vec<u32>,
+    /// For each entry of `rows`, the chunk's impulse slots `(e - elements.start) * N + k` to
+    /// add to it, ascending.
+    gather: Csr<u16>,
+}
+
+/// A table of elements plus everything needed to tick it: damping memory and the clock bins
+/// that tick them as super-elements.
+///
+/// Layout: `memory` is parallel to the kernel's element arrays, sorted by bin.
+/// `impulses` is scratch holding `N` impulses per element (flattened, element-major) of one
+/// chunk between its parallel compute pass and its per-vertex gather pass.
 #[derive(Debug)]
 pub struct ElementFamily<const N: usize, K> {
     /// The element parameters and physics.
     pub kernel: K,
     /// Per element: its length or angle at its previous tick (position-based damping).
     pub memory: Vec<f64>,
-    /// Per element: the largest stable clock.
-    pub clocks: Vec<f64>,
     /// The super-element events, finest clock first.
     pub bins: Vec<ClockBin>,
     impulses: Vec<DVec3>,
@@ -119,12 +138,27 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     /// one bin at the smallest clock, in the given order.
     pub fn new(
         kernel: K,
-        clocks: Vec<f64>,
+        clocks: &[f64],
         positions: &[DVec3],
         vertex_count: usize,
         binned: bool,
     ) -> Self {
+        let chunk_len = CHUNK_SLOTS / N;
+        Self::with_chunk_len(kernel, clocks, positions, vertex_count, binned, chunk_len)
+    }
+
+    /// [`Self::new`] with chunks of at most `chunk_len` elements (`chunk_len * N` at most
+    /// [`CHUNK_SLOTS`]).
+    fn with_chunk_len(
+        kernel: K,
+        clocks: &[f64],
+        positions: &[DVec3],
+        vertex_count: usize,
+        binned: bool,
+        chunk_len: usize,
+    ) -> Self {
         debug_assert_eq!(clocks.len(), kernel.len());
+        assert!((1..=CHUNK_SLOTS / N).contains(&chunk_len));
         let min = clocks.iter().copied().fold(f64::INFINITY, f64::min);
         let bin_of = |h: f64| {
             if binned {
@@ -137,7 +171,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         order.sort_by_key(|&e| bin_of(clocks[e as usize]));
         // Always copied: the copies are exactly sized, where tables grown by `push` hold up to
         // twice their length (a third of the families' memory at 10^6 vertices).
-        let (kernel, clocks) = (kernel.permuted(&order), permute(&clocks, &order));
+        let (kernel, clocks) = (kernel.permuted(&order), permute(clocks, &order));
         let memory = (0..kernel.len())
             .map(|e| kernel.memory_at(e, gather_positions(positions, kernel.stencil(e))))
             .collect();
@@ -151,16 +185,20 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
             } else {
                 min
             };
-            bins.push(ClockBin::new(&kernel, start..end, clock, vertex_count));
+            bins.push(ClockBin::new(
+                &kernel,
+                start..end,
+                clock,
+                vertex_count,
+                chunk_len,
+            ));
             start = end;
         }
-        let impulses = vec![DVec3::ZERO; kernel.len() * N];
         Self {
             kernel,
             memory,
-            clocks,
             bins,
-            impulses,
+            impulses: Vec::new(),
         }
     }
 
@@ -174,46 +212,63 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         self.kernel.is_empty()
     }
 
-    /// The smallest element clock, or `None` for an empty family.
-    pub fn min_clock(&self) -> Option<f64> {
-        self.clocks.iter().copied().reduce(f64::min)
-    }
-
     /// Ticks every element of bin `b` at time `t` with clock `h` (one super-element event).
     ///
-    /// Impulses are computed in parallel per element from the positions at `t`, then summed per
-    /// vertex in slot order and applied; a vertex whose velocity does not change is not written.
+    /// Chunk by chunk, impulses are computed in parallel per element from the positions at `t`,
+    /// then added per vertex in slot order; the sums are applied at the end, and a vertex whose
+    /// velocity does not change is not written.
     pub fn tick_bin(&mut self, b: usize, t: f64, h: f64, state: &mut VertexState) {
         let bin = &self.bins[b];
-        let range = bin.elements.clone();
         let kernel = &self.kernel;
-        let positions = &*state;
-        self.impulses[range.start * N..range.end * N]
-            .par_chunks_mut(N)
-            .zip(self.memory[range.clone()].par_iter_mut())
-            .enumerate()
-            .with_min_len(PAR_MIN_LEN)
-            .for_each(|(i, (out, memory))| {
-                let e = range.start + i;
-                let p = kernel
-                    .stencil(e)
-                    .map(|v| positions.position_at(v as usize, t));
-                let (impulse, next) = kernel.tick(e, p, *memory, h);
-                out.copy_from_slice(&impulse);
-                *memory = next;
-            });
-        let (gather, impulses) = (&bin.gather, &self.impulses);
-        let sum = |r: usize| {
-            gather
-                .row(r)
-                .iter()
-                .fold(DVec3::ZERO, |acc, &s| acc + impulses[s as usize])
-        };
-        if bin.dense {
-            state.kick_all(t, |i, inv_mass| inv_mass * sum(i));
+        let rows = if bin.dense {
+            state.len()
         } else {
-            for (r, &v) in bin.vertices.iter().enumerate() {
-                state.apply_impulse(v as usize, t, sum(r));
+            bin.vertices.len()
+        };
+        let mut sums = vec![DVec3::ZERO; rows];
+        let mut added = Vec::new();
+        for chunk in &bin.chunks {
+            let range = chunk.elements.clone();
+            self.impulses.resize(range.len() * N, DVec3::ZERO);
+            let positions = &*state;
+            self.impulses
+                .par_chunks_mut(N)
+                .zip(self.memory[range.clone()].par_iter_mut())
+                .enumerate()
+                .with_min_len(PAR_MIN_LEN)
+                .for_each(|(i, (out, memory))| {
+                    let e = range.start + i;
+                    let p = kernel
+                        .stencil(e)
+                        .map(|v| positions.position_at(v as usize, t));
+                    let (impulse, next) = kernel.tick(e, p, *memory, h);
+                    out.copy_from_slice(&impulse);
+                    *memory = next;
+                });
+            let (impulses, sums_before) = (&self.impulses, &sums);
+            chunk
+                .rows
+                .par_iter()
+                .enumerate()
+                .with_min_len(PAR_MIN_LEN)
+                .map(|(j, &r)| {
+                    let sum = sums_before[r as usize];
+                    chunk
+                        .gather
+                        .row(j)
+                        .iter()
+                        .fold(sum, |acc, &s| acc + impulses[s as usize])
+                })
+                .collect_into_vec(&mut added);
+            for (&r, &sum) in chunk.rows.iter().zip(&added) {
+                sums[r as usize] = sum;
+            }
+        }
+        if bin.dense {
+            state.kick_all(t, |i, inv_mass| inv_mass * sums[i]);
+        } else {
+            for (&v, &sum) in bin.vertices.iter().zip(&sums) {
+                state.apply_impulse(v as usize, t, sum);
             }
         }
     }
@@ -260,12 +315,14 @@ impl ClockBin {
         self.dense
     }
 
-    /// The bin of `kernel`'s elements `elements`, ticking at `clock`.
+    /// The bin of `kernel`'s elements `elements`, ticking at `clock`, in chunks of at most
+    /// `chunk_len` elements.
     fn new<const N: usize, K: ElementKernel<N>>(
         kernel: &K,
         elements: Range<usize>,
         clock: f64,
         vertex_count: usize,
+        chunk_len: usize,
     ) -> Self {
         let mut row_of = vec![u32::MAX; vertex_count];
         let mut vertices: Vec<u32> = elements
@@ -274,23 +331,58 @@ impl ClockBin {
             .filter(|&v| std::mem::replace(&mut row_of[v as usize], 0) == u32::MAX)
             .collect();
         vertices.sort_unstable();
+        vertices.shrink_to_fit();
         let dense = 2 * vertices.len() >= vertex_count;
-        let rows = if dense { vertex_count } else { vertices.len() };
         for (r, &v) in vertices.iter().enumerate() {
             row_of[v as usize] = if dense { v } else { r as u32 };
         }
-        let pairs = elements.clone().flat_map(|e| {
-            let stencil = kernel.stencil(e);
-            let row_of = &row_of;
-            (0..N).map(move |k| (row_of[stencil[k] as usize], (e * N + k) as u32))
-        });
-        let gather = Csr::from_pairs(rows, pairs);
+        let chunks = elements
+            .clone()
+            .step_by(chunk_len)
+            .map(|start| {
+                Chunk::new(
+                    kernel,
+                    start..(start + chunk_len).min(elements.end),
+                    &row_of,
+                )
+            })
+            .collect();
         Self {
             clock,
             elements,
             vertices,
-            gather,
+            chunks,
             dense,
+        }
+    }
+}
+
+impl Chunk {
+    /// The chunk of `kernel`'s elements `elements`, whose vertex `v` adds to the bin's sum row
+    /// `row_of[v]`.
+    fn new<const N: usize, K: ElementKernel<N>>(
+        kernel: &K,
+        elements: Range<usize>,
+        row_of: &[u32],
+    ) -> Self {
+        let start = elements.start;
+        // Every slot of the chunk: its sum row and its index in the chunk's impulses.
+        let slots = || {
+            elements.clone().flat_map(move |e| {
+                let stencil = kernel.stencil(e);
+                (0..N).map(move |k| (row_of[stencil[k] as usize], ((e - start) * N + k) as u16))
+            })
+        };
+        let mut rows: Vec<u32> = slots().map(|(row, _)| row).collect();
+        rows.sort_unstable();
+        rows.dedup();
+        rows.shrink_to_fit();
+        let local = |row: u32| rows.partition_point(|&r| r < row) as u32;
+        let gather = Csr::from_pairs(rows.len(), slots().map(|(row, slot)| (local(row), slot)));
+        Self {
+            elements,
+            rows,
+            gather,
         }
     }
 }
@@ -344,7 +436,7 @@ mod tests {
     fn clock_bins_partition_the_elements_at_powers_of_two_no_slower_than_each_clock() {
         let (kernel, clocks, state) = chain(40);
         let min = clocks.iter().copied().fold(f64::INFINITY, f64::min);
-        let family = SpringFamily::new(kernel.clone(), clocks.clone(), &state.x, state.len(), true);
+        let family = SpringFamily::new(kernel.clone(), &clocks, &state.x, state.len(), true);
         assert!(family.bins.len() >= 3, "{} bins", family.bins.len());
         let mut seen = vec![false; kernel.len()];
         let mut next = 0;
@@ -355,18 +447,17 @@ mod tests {
             assert_eq!((bin.clock / min).log2().fract(), 0.0, "a power of two");
             let mut touched = Vec::new();
             for e in bin.elements.clone() {
-                let h = family.clocks[e];
+                // The element is one of the kernel's, ticking no slower than its own clock.
+                let original = (0..kernel.len())
+                    .find(|&o| kernel.ends[o] == family.kernel.ends[e])
+                    .unwrap();
+                assert!(!std::mem::replace(&mut seen[original], true));
+                let h = clocks[original];
                 assert!(
                     bin.clock <= h && h < 2.0 * bin.clock,
                     "element {e}: {h} in {}",
                     bin.clock
                 );
-                // The element is one of the kernel's, with its own clock.
-                let original = (0..kernel.len())
-                    .find(|&o| kernel.ends[o] == family.kernel.ends[e])
-                    .unwrap();
-                assert!(!std::mem::replace(&mut seen[original], true));
-                assert_eq!(clocks[original], h);
                 touched.extend(family.kernel.ends[e]);
             }
             touched.sort_unstable();
@@ -376,18 +467,76 @@ mod tests {
         assert_eq!(next, kernel.len());
         assert!(seen.iter().all(|&s| s));
         // Unbinned: one bin at the smallest clock, the order kept.
-        let single = SpringFamily::new(kernel.clone(), clocks, &state.x, state.len(), false);
+        let single = SpringFamily::new(kernel.clone(), &clocks, &state.x, state.len(), false);
         assert_eq!(single.bins.len(), 1);
         assert_eq!(single.bins[0].clock, min);
         assert_eq!(single.kernel.ends, kernel.ends);
     }
 
     #[test]
+    fn chunks_of_any_length_give_the_same_bits() {
+        let (mut kernel, _, state) = chain(40);
+        // A hub: vertex 0 sums the impulses of every chunk, in an order that changes its bits.
+        let rest: Vec<DVec3> = state.x.iter().map(|p| *p * 0.9).collect();
+        for i in 2..state.len() as u32 {
+            kernel.push(0, i, &rest, 100.0, 0.5);
+        }
+        let clocks = kernel.stable_clocks(&state.inv_mass, 0.5);
+        let bits = |v: &[DVec3]| -> Vec<[u64; 3]> {
+            v.iter().map(|p| p.to_array().map(f64::to_bits)).collect()
+        };
+        for binned in [false, true] {
+            let family = |chunk_len| {
+                SpringFamily::with_chunk_len(
+                    kernel.clone(),
+                    &clocks,
+                    &state.x,
+                    state.len(),
+                    binned,
+                    chunk_len,
+                )
+            };
+            let mut whole = family(CHUNK_SLOTS / 2);
+            assert!(whole.bins.iter().all(|bin| bin.chunks.len() == 1));
+            let mut reference = state.clone();
+            whole.tick_all(0.0, 1e-3, &mut reference);
+            for chunk_len in [1, 2, 3, 7] {
+                let mut chunked = family(chunk_len);
+                assert!(chunked.bins.iter().any(|bin| bin.chunks.len() > 1));
+                let mut s = state.clone();
+                chunked.tick_all(0.0, 1e-3, &mut s);
+                assert_eq!(bits(&s.v), bits(&reference.v), "chunks of {chunk_len}");
+                assert_eq!(bits(&s.x), bits(&reference.x), "chunks of {chunk_len}");
+                assert_eq!(chunked.memory, whole.memory, "chunks of {chunk_len}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_full_chunk_numbers_its_last_slot_in_16_bits() {
+        let (kernel, clocks, state) = chain(40_000);
+        let mut full = SpringFamily::new(kernel.clone(), &clocks, &state.x, state.len(), false);
+        let chunks = &full.bins[0].chunks;
+        assert_eq!(chunks.len(), 2);
+        assert_eq!(chunks[0].elements, 0..CHUNK_SLOTS / 2);
+        assert_eq!(chunks[0].gather.items.iter().max(), Some(&u16::MAX));
+        let mut small =
+            SpringFamily::with_chunk_len(kernel, &clocks, &state.x, state.len(), false, 999);
+        let (mut a, mut b) = (state.clone(), state);
+        full.tick_all(0.0, 1e-3, &mut a);
+        small.tick_all(0.0, 1e-3, &mut b);
+        assert!(a
+            .v
+            .iter()
+            .zip(&b.v)
+            .all(|(p, q)| p.to_array().map(f64::to_bits) == q.to_array().map(f64::to_bits)));
+    }
+
+    #[test]
     fn ticking_every_bin_at_once_gives_the_unbinned_impulses_up_to_rounding() {
         let (kernel, clocks, state) = chain(40);
-        let mut binned =
-            SpringFamily::new(kernel.clone(), clocks.clone(), &state.x, state.len(), true);
-        let mut single = SpringFamily::new(kernel, clocks, &state.x, state.len(), false);
+        let mut binned = SpringFamily::new(kernel.clone(), &clocks, &state.x, state.len(), true);
+        let mut single = SpringFamily::new(kernel, &clocks, &state.x, state.len(), false);
         let (mut a, mut b) = (state.clone(), state);
         binned.tick_all(0.0, 1e-3, &mut a);
         single.tick_all(0.0, 1e-3, &mut b);

@@ -4,12 +4,13 @@ use glam::DVec3;
 
 use super::bending;
 use super::element_family::{permute, ElementFamily, ElementKernel};
+use super::materials::Materials;
 
 /// All bending hinges of a simulation, one row per interior edge (structure of arrays).
 ///
 /// `verts[e]` is the hinge `[edge start, edge end, wing of first triangle, wing of second]` in
 /// global vertex indices; `rest_angle` the signed dihedral angle at rest; `weight` the rest
-/// `|e0| / h0`; `stiffness` `k_b` (erg) and `damping` `c` (erg s); see [`bending`].
+/// `|e0| / h0`; `materials` the stiffness `k_b` (erg) and damping `c` (erg s); see [`bending`].
 #[derive(Clone, Debug, Default)]
 pub struct HingeKernel {
     /// Hinge vertices.
@@ -18,10 +19,8 @@ pub struct HingeKernel {
     pub rest_angle: Vec<f64>,
     /// Rest `|e0| / h0`.
     pub weight: Vec<f64>,
-    /// Bending stiffness `k_b`.
-    pub stiffness: Vec<f64>,
-    /// Damping coefficient `c`.
-    pub damping: Vec<f64>,
+    /// Bending stiffness `k_b` and damping coefficient `c`.
+    pub materials: Materials,
 }
 
 /// The bending family: hinges plus their clocks and damping memory.
@@ -34,8 +33,7 @@ impl HingeKernel {
         self.verts.push(verts);
         self.rest_angle.push(bending::signed_angle(x0, x1, x2, x3));
         self.weight.push(bending::rest_weight(x0, x1, x2, x3));
-        self.stiffness.push(kb);
-        self.damping.push(c);
+        self.materials.push(kb, c);
     }
 
     /// The stable clock of every hinge, evaluated at the rest shape `rest_positions`.
@@ -52,8 +50,8 @@ impl HingeKernel {
                     v.map(|i| rest_positions[i as usize]),
                     v.map(|i| inv_mass[i as usize]),
                     self.weight[e],
-                    self.stiffness[e],
-                    self.damping[e],
+                    self.materials.stiffness(e),
+                    self.materials.damping(e),
                     safety,
                 )
             })
@@ -77,8 +75,7 @@ impl ElementKernel<4> for HingeKernel {
             verts: permute(&self.verts, order),
             rest_angle: permute(&self.rest_angle, order),
             weight: permute(&self.weight, order),
-            stiffness: permute(&self.stiffness, order),
-            damping: permute(&self.damping, order),
+            materials: self.materials.permuted(order),
         }
     }
 
@@ -88,8 +85,8 @@ impl ElementKernel<4> for HingeKernel {
             p,
             self.rest_angle[e],
             self.weight[e],
-            self.stiffness[e],
-            self.damping[e],
+            self.materials.stiffness(e),
+            self.materials.damping(e),
             memory,
             h,
         )
@@ -97,7 +94,12 @@ impl ElementKernel<4> for HingeKernel {
 
     #[inline]
     fn energy(&self, e: usize, p: [DVec3; 4]) -> f64 {
-        bending::energy(p, self.rest_angle[e], self.weight[e], self.stiffness[e])
+        bending::energy(
+            p,
+            self.rest_angle[e],
+            self.weight[e],
+            self.materials.stiffness(e),
+        )
     }
 
     #[inline]

@@ -13,9 +13,11 @@ pub mod bending;
 mod element_family;
 pub mod external;
 mod hinges;
+mod materials;
 pub mod spring;
 mod springs;
 
 pub use element_family::{ElementFamily, ElementKernel};
 pub use hinges::{HingeFamily, HingeKernel};
+pub use materials::Materials;
 pub use springs::{SpringFamily, SpringKernel};

@@ -3,12 +3,13 @@
 use glam::DVec3;
 
 use super::element_family::{permute, ElementFamily, ElementKernel};
+use super::materials::Materials;
 use super::spring;
 
 /// All edge springs of a simulation, one row per edge (structure of arrays).
 ///
-/// `ends[e]` are global vertex indices; `rest`, `stiffness` and `damping` are the spring's rest
-/// length (cm), stiffness `k` (dyn) and position-based damping coefficient `c` (g cm/s); see
+/// `ends[e]` are global vertex indices; `rest` and `materials` are the spring's rest length
+/// (cm), stiffness `k` (dyn) and position-based damping coefficient `c` (g cm/s); see
 /// [`spring`] for the potentials.
 #[derive(Clone, Debug, Default)]
 pub struct SpringKernel {
@@ -16,10 +17,8 @@ pub struct SpringKernel {
     pub ends: Vec<[u32; 2]>,
     /// Rest length.
     pub rest: Vec<f64>,
-    /// Stiffness `k`.
-    pub stiffness: Vec<f64>,
-    /// Damping coefficient `c`.
-    pub damping: Vec<f64>,
+    /// Stiffness `k` and damping coefficient `c`.
+    pub materials: Materials,
 }
 
 /// The stretching family: springs plus their clocks and damping memory.
@@ -31,8 +30,7 @@ impl SpringKernel {
         self.ends.push([a, b]);
         self.rest
             .push(rest_positions[a as usize].distance(rest_positions[b as usize]));
-        self.stiffness.push(k);
-        self.damping.push(c);
+        self.materials.push(k, c);
     }
 
     /// The stable clock of every spring for lumped inverse masses `inv_mass` and safety factor
@@ -46,8 +44,8 @@ impl SpringKernel {
                     mass(a),
                     mass(b),
                     self.rest[e],
-                    self.stiffness[e],
-                    self.damping[e],
+                    self.materials.stiffness(e),
+                    self.materials.damping(e),
                     safety,
                 )
             })
@@ -70,8 +68,7 @@ impl ElementKernel<2> for SpringKernel {
         Self {
             ends: permute(&self.ends, order),
             rest: permute(&self.rest, order),
-            stiffness: permute(&self.stiffness, order),
-            damping: permute(&self.damping, order),
+            materials: self.materials.permuted(order),
         }
     }
 
@@ -81,8 +78,8 @@ impl ElementKernel<2> for SpringKernel {
             p[0],
             p[1],
             self.rest[e],
-            self.stiffness[e],
-            self.damping[e],
+            self.materials.stiffness(e),
+            self.materials.damping(e),
             memory,
             h,
         )
@@ -90,7 +87,7 @@ impl ElementKernel<2> for SpringKernel {
 
     #[inline]
     fn energy(&self, e: usize, p: [DVec3; 2]) -> f64 {
-        spring::energy(p[0], p[1], self.rest[e], self.stiffness[e])
+        spring::energy(p[0], p[1], self.rest[e], self.materials.stiffness(e))
     }
 
     #[inline]

@@ -48,8 +48,6 @@ pub struct Bvh<V> {
     pub vol: Vec<V>,
     /// Leaf id -> its leaf node.
     leaf_node: Vec<u32>,
-    /// Leaf nodes, in node order.
-    leaf_nodes: Vec<u32>,
 }
 
 impl<V: Volume> Bvh<V> {
@@ -65,7 +63,6 @@ impl<V: Volume> Bvh<V> {
             order: (0..n as u32).collect(),
             vol: Vec::new(),
             leaf_node: vec![NONE; n],
-            leaf_nodes: Vec::new(),
         };
         if n > 0 {
             let mut ids = std::mem::take(&mut bvh.order);
@@ -95,7 +92,6 @@ impl<V: Volume> Bvh<V> {
             for &l in ids.iter() {
                 self.leaf_node[l as usize] = node;
             }
-            self.leaf_nodes.push(node);
             return node;
         }
         self.child.push([NONE, NONE]);
@@ -211,15 +207,17 @@ impl<V: Volume> Bvh<V> {
         pad: f64,
         grow: f64,
     ) {
-        let fitted: Vec<V> = self
-            .leaf_nodes
-            .par_iter()
+        // In place: a list of the fitted leaf volumes would be half the volumes' size again.
+        let mut vol = std::mem::take(&mut self.vol);
+        vol.par_iter_mut()
+            .enumerate()
             .with_min_len(PAR_MIN_LEN)
-            .map(|&n| self.fit_bucket(leaves, refs, n, (t, t_end), pad))
-            .collect();
-        for (&n, v) in self.leaf_nodes.iter().zip(fitted) {
-            self.vol[n as usize] = v;
-        }
+            .for_each(|(n, v)| {
+                if self.bucket(n as u32).is_some() {
+                    *v = self.fit_bucket(leaves, refs, n as u32, (t, t_end), pad);
+                }
+            });
+        self.vol = vol;
         for n in (0..self.child.len()).rev() {
             if self.child[n][1] & LEAF_NODE == 0 {
                 self.vol[n] = self.merged(n as u32, t, t_end, grow);
@@ -258,7 +256,7 @@ impl<V: Volume> Bvh<V> {
         self.child.capacity() * 8
             + (self.parent.capacity() + self.order.capacity()) * 4
             + self.vol.capacity() * std::mem::size_of::<V>()
-            + (self.leaf_node.capacity() + self.leaf_nodes.capacity()) * 4
+            + self.leaf_node.capacity() * 4
     }
 
     /// Checks that every internal node contains its children at `t` (for `--audit`).
@@ -323,7 +321,10 @@ mod tests {
         }
         assert!(depth.iter().max().copied().unwrap_or(0) <= 7);
         let mut held = 0;
-        for &n in &bvh.leaf_nodes {
+        let leaf_nodes: Vec<u32> = (0..bvh.len() as u32)
+            .filter(|&n| bvh.bucket(n).is_some())
+            .collect();
+        for &n in &leaf_nodes {
             let bucket = bvh.bucket(n).unwrap();
             held += bucket.len();
             assert!((1..=BUCKET).contains(&bucket.len()));
@@ -334,11 +335,7 @@ mod tests {
         }
         assert_eq!(held, 100);
         // At most half as many leaf nodes as leaves (one per leaf without buckets).
-        assert!(
-            bvh.leaf_nodes.len() <= 50,
-            "{} buckets",
-            bvh.leaf_nodes.len()
-        );
+        assert!(leaf_nodes.len() <= 50, "{} buckets", leaf_nodes.len());
         // With no adjacency every leaf is its own bucket: 199 nodes.
         let apart = Bvh::build(&centroids, |_, _| false, placeholder);
         assert_eq!(apart.len(), 199);

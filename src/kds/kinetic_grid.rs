@@ -304,9 +304,9 @@ impl KineticGrid {
         if !self.near(key) {
             return false;
         }
-        let (a_side, b_side) = self.leaves.sides(key);
-        a_side.iter().any(|&a| {
-            b_side.iter().any(|&b| {
+        let (mut a_side, b_side) = self.leaves.sides(key);
+        a_side.any(|a| {
+            b_side.clone().any(|b| {
                 a != b
                     && self
                         .shared

@@ -33,16 +33,21 @@ pub struct Leaves {
     pub edges: Vec<[u32; 2]>,
     /// Global triangle list.
     pub triangles: Vec<[u32; 3]>,
-    /// Each leaf's vertices, `NONE`-padded.
-    verts: Vec<[u32; 3]>,
+    /// The vertices of each leaf that is no triangle (leaf `triangles.len() + i` is entry `i`),
+    /// `NONE`-padded; a triangle's leaf reads its vertices from `triangles`.
+    loose: Vec<[u32; 3]>,
     /// Each leaf's edges (ids into `edges`), `NONE`-padded.
     leaf_edges: Vec<[u32; 3]>,
-    /// Each leaf's triangle, or `NONE`.
-    tri: Vec<u32>,
     /// Vertex -> the leaves holding it.
     pub vertex_leaves: Csr,
-    /// Edge -> the leaves holding it.
-    edge_leaves: Csr,
+}
+
+/// A vertex, triangle or edge (by id), for [`Leaves::holding`].
+#[derive(Clone, Copy, Debug)]
+enum Primitive {
+    Vertex(u32),
+    Triangle(u32),
+    Edge(u32),
 }
 
 impl Leaves {
@@ -53,12 +58,11 @@ impl Leaves {
             .enumerate()
             .map(|(e, &[a, b])| ((a.min(b), a.max(b)), e as u32))
             .collect();
-        let mut verts = Vec::with_capacity(triangles.len());
+        let mut loose = Vec::new();
         let mut leaf_edges = Vec::with_capacity(triangles.len());
-        let mut tri = Vec::with_capacity(triangles.len());
         let mut edge_used = vec![false; edges.len()];
         let mut vertex_used = vec![false; vertex_count];
-        for (t, &[a, b, c]) in triangles.iter().enumerate() {
+        for &[a, b, c] in &triangles {
             let mut es = [NONE; 3];
             for (k, (p, q)) in [(a, b), (b, c), (c, a)].into_iter().enumerate() {
                 if let Some(&e) = edge_id.get(&(p.min(q), p.max(q))) {
@@ -69,67 +73,77 @@ impl Leaves {
             for v in [a, b, c] {
                 vertex_used[v as usize] = true;
             }
-            verts.push([a, b, c]);
             leaf_edges.push(es);
-            tri.push(t as u32);
         }
         for (e, &[a, b]) in edges.iter().enumerate() {
             if !edge_used[e] {
                 vertex_used[a as usize] = true;
                 vertex_used[b as usize] = true;
-                verts.push([a, b, NONE]);
+                loose.push([a, b, NONE]);
                 leaf_edges.push([e as u32, NONE, NONE]);
-                tri.push(NONE);
             }
         }
         for (v, used) in vertex_used.iter().enumerate() {
             if !used {
-                verts.push([v as u32, NONE, NONE]);
+                loose.push([v as u32, NONE, NONE]);
                 leaf_edges.push([NONE; 3]);
-                tri.push(NONE);
             }
         }
         let vertex_leaves = Csr::from_pairs(
             vertex_count,
-            verts.iter().enumerate().flat_map(|(l, vs)| {
-                vs.iter()
-                    .filter(|&&v| v != NONE)
-                    .map(move |&v| (v, l as u32))
-            }),
-        );
-        let edge_leaves = Csr::from_pairs(
-            edges.len(),
-            leaf_edges.iter().enumerate().flat_map(|(l, es)| {
-                es.iter()
-                    .filter(|&&e| e != NONE)
-                    .map(move |&e| (e, l as u32))
-            }),
+            triangles
+                .iter()
+                .chain(&loose)
+                .enumerate()
+                .flat_map(|(l, vs)| {
+                    vs.iter()
+                        .filter(|&&v| v != NONE)
+                        .map(move |&v| (v, l as u32))
+                }),
         );
         Self {
             edges,
             triangles,
-            verts,
+            loose,
             leaf_edges,
-            tri,
             vertex_leaves,
-            edge_leaves,
         }
     }
 
     /// Number of leaves.
     pub fn len(&self) -> usize {
-        self.verts.len()
+        self.triangles.len() + self.loose.len()
     }
 
     /// Whether there is no leaf.
     pub fn is_empty(&self) -> bool {
-        self.verts.is_empty()
+        self.len() == 0
+    }
+
+    /// The triangle of leaf `l` (a triangle's leaf has the triangle's id), or `NONE`.
+    #[inline]
+    fn tri(&self, l: u32) -> u32 {
+        if (l as usize) < self.triangles.len() {
+            l
+        } else {
+            NONE
+        }
+    }
+
+    /// The vertices of leaf `l`, `NONE`-padded.
+    #[inline]
+    fn vertex_slots(&self, l: u32) -> [u32; 3] {
+        let l = l as usize;
+        match self.triangles.get(l) {
+            Some(&t) => t,
+            None => self.loose[l - self.triangles.len()],
+        }
     }
 
     /// The vertices of leaf `l`.
     #[inline]
-    pub fn verts(&self, l: u32) -> impl Iterator<Item = u32> + '_ {
-        self.verts[l as usize].into_iter().filter(|&v| v != NONE)
+    pub fn verts(&self, l: u32) -> impl Iterator<Item = u32> {
+        self.vertex_slots(l).into_iter().filter(|&v| v != NONE)
     }
 
     fn edges_of(&self, l: u32) -> impl Iterator<Item = u32> + '_ {
@@ -140,7 +154,8 @@ impl Leaves {
 
     /// Whether leaves `a` and `b` share a vertex.
     pub fn adjacent(&self, a: u32, b: u32) -> bool {
-        self.verts(a).any(|v| self.verts[b as usize].contains(&v))
+        let b = self.vertex_slots(b);
+        self.verts(a).any(|v| b.contains(&v))
     }
 
     /// The leaves holding vertex `v`.
@@ -155,7 +170,7 @@ impl Leaves {
             return;
         }
         for (p, q) in [(a, b), (b, a)] {
-            let t = self.tri[q as usize];
+            let t = self.tri(q);
             if t == NONE {
                 continue;
             }
@@ -232,11 +247,10 @@ impl Leaves {
     /// Whether `key` is one of the feature pairs of leaves `a` and `b`.
     pub fn covers(&self, a: u32, b: u32, key: PairKey) -> bool {
         let holds_edge = |l: u32, e: u32| self.leaf_edges[l as usize].contains(&e);
-        let holds_vertex = |l: u32, v: u32| self.verts[l as usize].contains(&v);
+        let holds_vertex = |l: u32, v: u32| self.vertex_slots(l).contains(&v);
         match key {
             PairKey::VertexTriangle(v, t) => {
-                (self.tri[b as usize] == t && holds_vertex(a, v))
-                    || (self.tri[a as usize] == t && holds_vertex(b, v))
+                (self.tri(b) == t && holds_vertex(a, v)) || (self.tri(a) == t && holds_vertex(b, v))
             }
             PairKey::EdgeEdge(e, f) => {
                 (holds_edge(a, e) && holds_edge(b, f)) || (holds_edge(a, f) && holds_edge(b, e))
@@ -247,17 +261,36 @@ impl Leaves {
     /// Leaves whose feature pairs may include `key`, paired with the leaves to look for: for a
     /// VT pair the vertex's leaves against the triangle's leaf, for an EE pair the first edge's
     /// leaves against the second's.
-    pub fn sides(&self, key: PairKey) -> (&[u32], &[u32]) {
-        match key {
-            PairKey::VertexTriangle(v, t) => (
-                self.vertex_leaves.row(v as usize),
-                std::slice::from_ref(&self.tri[t as usize]),
-            ),
-            PairKey::EdgeEdge(e, f) => (
-                self.edge_leaves.row(e as usize),
-                self.edge_leaves.row(f as usize),
-            ),
-        }
+    pub fn sides(
+        &self,
+        key: PairKey,
+    ) -> (
+        impl Iterator<Item = u32> + Clone + '_,
+        impl Iterator<Item = u32> + Clone + '_,
+    ) {
+        let (a, b) = match key {
+            PairKey::VertexTriangle(v, t) => (Primitive::Vertex(v), Primitive::Triangle(t)),
+            PairKey::EdgeEdge(e, f) => (Primitive::Edge(e), Primitive::Edge(f)),
+        };
+        (self.holding(a), self.holding(b))
+    }
+
+    /// The leaves holding primitive `p`: those of its first vertex that hold it (no table of
+    /// the leaves of each edge is kept).
+    fn holding(&self, p: Primitive) -> impl Iterator<Item = u32> + Clone + '_ {
+        let anchor = match p {
+            Primitive::Vertex(v) => v,
+            Primitive::Triangle(t) => self.triangles[t as usize][0],
+            Primitive::Edge(e) => self.edges[e as usize][0],
+        };
+        self.of_vertex(anchor)
+            .iter()
+            .copied()
+            .filter(move |&l| match p {
+                Primitive::Vertex(_) => true,
+                Primitive::Triangle(t) => l == t,
+                Primitive::Edge(e) => self.leaf_edges[l as usize].contains(&e),
+            })
     }
 
     /// The centroid of leaf `l` at time `s`.
@@ -299,11 +332,11 @@ impl Group {
         }
         for &l in ls {
             let i = l as usize;
-            for k in 0..3 {
-                add(&mut g.verts, &mut g.len[0], leaves.verts[i][k]);
-                add(&mut g.edges, &mut g.len[1], leaves.leaf_edges[i][k]);
+            for (v, e) in leaves.vertex_slots(l).into_iter().zip(leaves.leaf_edges[i]) {
+                add(&mut g.verts, &mut g.len[0], v);
+                add(&mut g.edges, &mut g.len[1], e);
             }
-            add(&mut g.tris, &mut g.len[2], leaves.tri[i]);
+            add(&mut g.tris, &mut g.len[2], leaves.tri(l));
         }
         g
     }
@@ -483,6 +516,37 @@ mod tests {
         assert_eq!(l.verts(2).collect::<Vec<_>>(), vec![4]);
         assert_eq!(l.of_vertex(4), &[2]);
         assert_eq!(l.of_vertex(1), &[0, 1]);
+    }
+
+    #[test]
+    fn leaves_are_the_triangles_then_loose_edges_then_loose_vertices() {
+        let edges = vec![[0, 1], [1, 2], [2, 0], [1, 3], [3, 2], [5, 6]];
+        let l = Leaves::new(edges, vec![[0, 1, 2], [1, 3, 2]], 7);
+        assert_eq!(l.len(), 4);
+        let verts = |leaf: u32| l.verts(leaf).collect::<Vec<_>>();
+        assert_eq!(verts(0), vec![0, 1, 2]);
+        assert_eq!(verts(1), vec![1, 3, 2]);
+        assert_eq!(verts(2), vec![5, 6]);
+        assert_eq!(verts(3), vec![4]);
+        assert_eq!(l.of_vertex(5), &[2]);
+        assert_eq!(l.of_vertex(4), &[3]);
+        assert!(l.adjacent(0, 1) && !l.adjacent(1, 2) && !l.adjacent(2, 3));
+        assert_eq!([0, 1, 2, 3].map(|leaf| l.tri(leaf)), [0, 1, NONE, NONE]);
+    }
+
+    #[test]
+    fn sides_list_the_leaves_holding_each_primitive() {
+        let edges = vec![[0, 1], [1, 2], [2, 0], [1, 3], [3, 2], [5, 6]];
+        let l = Leaves::new(edges, vec![[0, 1, 2], [1, 3, 2]], 7);
+        let sides = |key| {
+            let (a, b) = l.sides(key);
+            (a.collect::<Vec<_>>(), b.collect::<Vec<_>>())
+        };
+        assert_eq!(sides(PairKey::VertexTriangle(2, 1)), (vec![0, 1], vec![1]));
+        assert_eq!(sides(PairKey::VertexTriangle(4, 0)), (vec![3], vec![0]));
+        // Edge 1-2 is in both triangles, 0-1 in the first, 5-6 a loose edge's leaf.
+        assert_eq!(sides(PairKey::EdgeEdge(1, 0)), (vec![0, 1], vec![0]));
+        assert_eq!(sides(PairKey::EdgeEdge(3, 5)), (vec![1], vec![2]));
     }
 
     #[test]

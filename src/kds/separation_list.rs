@@ -78,14 +78,37 @@ struct Pairs {
     child: Vec<u32>,
     /// Next sibling under the same parent pair.
     sibling: Vec<u32>,
-    open: Vec<bool>,
-    live: Vec<bool>,
+    /// [`OPEN`], [`LIVE`] and [`CUT`], one byte a pair.
+    flags: Vec<u8>,
     /// Links of the per-node pair lists, one per side (`a`, then `b`; a self pair is listed
     /// once): entries are `pair << 1 | side`. The lists are singly linked (a node is in a few
     /// pairs, so unlinking walks a short list; back links would cost 8 bytes a pair).
     next: Vec<[u32; 2]>,
-    /// Whether the pair is in the list's `cut` (its certificate stops at `stop`).
-    cut: Vec<bool>,
+}
+
+/// Flag of an open pair (its volumes overlap and its child pairs exist).
+const OPEN: u8 = 1;
+/// Flag of a pair in use (not on the free list).
+const LIVE: u8 = 2;
+/// Flag of a pair in the list's `cut` (its certificate stops at `stop`).
+const CUT: u8 = 4;
+
+impl Pairs {
+    /// Whether pair `p` has `flag`.
+    #[inline]
+    fn is(&self, p: usize, flag: u8) -> bool {
+        self.flags[p] & flag != 0
+    }
+
+    /// Sets or clears `flag` of pair `p`.
+    #[inline]
+    fn set(&mut self, p: usize, flag: u8, on: bool) {
+        if on {
+            self.flags[p] |= flag;
+        } else {
+            self.flags[p] &= !flag;
+        }
+    }
 }
 
 /// The kinetic separation list over volumes of kind `V` (see the module docs).
@@ -224,7 +247,7 @@ impl<V: Volume> SeparationList<V> {
             + self.refs.bytes()
             + self.vertex_vols.bytes()
             + (p.a.capacity() + p.b.capacity() + p.child.capacity() + p.sibling.capacity()) * 4
-            + (p.open.capacity() + p.live.capacity() + p.cut.capacity())
+            + p.flags.capacity()
             + self.cut.capacity() * 4
             + p.next.capacity() * 8
             + (self.head.capacity() + self.node_stamp.capacity() + self.free.capacity()) * 4
@@ -274,7 +297,7 @@ impl<V: Volume> SeparationList<V> {
             self.alloc(0, 0);
             self.stats.open += 1;
             self.stats.apart -= 1;
-            self.pairs.open[0] = true;
+            self.pairs.set(0, OPEN, true);
             if self.bvh.bucket(0).is_some() {
                 self.hand_over(0, 0, found);
             } else {
@@ -293,7 +316,7 @@ impl<V: Volume> SeparationList<V> {
         let mut batch = std::mem::take(&mut self.scratch_pairs);
         for ids in chunks() {
             batch.clear();
-            batch.extend(ids.filter(|&p| self.pairs.live[p as usize]));
+            batch.extend(ids.filter(|&p| self.pairs.is(p as usize, LIVE)));
             self.schedule_batch(&batch, t);
         }
         self.process_due(t, found);
@@ -302,7 +325,7 @@ impl<V: Volume> SeparationList<V> {
             batch.clear();
             batch.extend(ids.filter(|&p| {
                 let i = p as usize;
-                self.pairs.live[i] && self.pairs.open[i] && self.is_leaf_pair(i)
+                self.pairs.is(i, LIVE) && self.pairs.is(i, OPEN) && self.is_leaf_pair(i)
             }));
             self.in_order(
                 &batch,
@@ -408,8 +431,8 @@ impl<V: Volume> SeparationList<V> {
         let mut pairs = std::mem::take(&mut self.scratch_pairs);
         pairs.clear();
         for p in self.cut.drain(..) {
-            self.pairs.cut[p as usize] = false;
-            if self.pairs.live[p as usize] {
+            self.pairs.set(p as usize, CUT, false);
+            if self.pairs.is(p as usize, LIVE) {
                 pairs.push(p);
             }
         }
@@ -484,7 +507,7 @@ impl<V: Volume> SeparationList<V> {
                 } else {
                     self.pairs.a[p]
                 };
-                if self.pairs.open[p] && self.bvh.bucket(other).is_some() {
+                if self.pairs.is(p, OPEN) && self.bvh.bucket(other).is_some() {
                     return Some(other);
                 }
             }
@@ -518,8 +541,8 @@ impl<V: Volume> SeparationList<V> {
         if !self.near(key) {
             return false;
         }
-        let (side, _) = self.leaves.sides(key);
-        side.iter().any(|&la| {
+        let (mut side, _) = self.leaves.sides(key);
+        side.any(|la| {
             self.open_partners(self.bvh.leaf_node(la)).any(|node| {
                 self.bvh
                     .bucket(node)
@@ -573,7 +596,7 @@ impl<V: Volume> SeparationList<V> {
             return Ok(());
         }
         for p in 0..self.pairs.a.len() {
-            if !self.pairs.live[p] || self.pairs.open[p] {
+            if !self.pairs.is(p, LIVE) || self.pairs.is(p, OPEN) {
                 continue;
             }
             let (a, b) = (self.pairs.a[p], self.pairs.b[p]);
@@ -589,7 +612,7 @@ impl<V: Volume> SeparationList<V> {
                 None => {
                     // No certificate: apart until the short-circuit if it was cut short there,
                     // otherwise until the horizon's end.
-                    let until = if self.pairs.cut[p] {
+                    let until = if self.pairs.is(p, CUT) {
                         self.stop_at()
                     } else {
                         t_end
@@ -707,9 +730,9 @@ impl<V: Volume> SeparationList<V> {
             Some(s) => self.queue.update(id, s),
             None => {
                 self.queue.remove(id);
-                let waits = self.eager || !self.pairs.open[p as usize];
-                if waits && self.stop < self.t_end && !self.pairs.cut[p as usize] {
-                    self.pairs.cut[p as usize] = true;
+                let waits = self.eager || !self.pairs.is(p as usize, OPEN);
+                if waits && self.stop < self.t_end && !self.pairs.is(p as usize, CUT) {
+                    self.pairs.set(p as usize, CUT, true);
                     self.cut.push(p);
                 }
             }
@@ -727,7 +750,7 @@ impl<V: Volume> SeparationList<V> {
         let stop = self.stop_at();
         let interval = self.interval(p);
         let overlapping = interval.is_some_and(|(s, _)| s <= t);
-        if self.pairs.open[p as usize] {
+        if self.pairs.is(p as usize, OPEN) {
             match interval {
                 _ if !overlapping => (self.eager || self.rebuilding).then_some(t),
                 Some((_, e)) if self.eager && e < stop => {
@@ -753,7 +776,7 @@ impl<V: Volume> SeparationList<V> {
             self.stats.certificates += 1;
             let p = id.0;
             let overlapping = self.overlapping(p, t);
-            match (self.pairs.open[p as usize], overlapping) {
+            match (self.pairs.is(p as usize, OPEN), overlapping) {
                 (false, true) => self.descend(p, t, found),
                 (true, false) => self.collapse(p, t),
                 _ => self.schedule(p, t),
@@ -771,10 +794,8 @@ impl<V: Volume> SeparationList<V> {
                 q.b.push(0);
                 q.child.push(NONE);
                 q.sibling.push(NONE);
-                q.open.push(false);
-                q.live.push(false);
+                q.flags.push(0);
                 q.next.push([NONE; 2]);
-                q.cut.push(false);
                 (q.a.len() - 1) as u32
             }
         };
@@ -783,8 +804,8 @@ impl<V: Volume> SeparationList<V> {
         self.pairs.b[i] = b;
         self.pairs.child[i] = NONE;
         self.pairs.sibling[i] = NONE;
-        self.pairs.open[i] = false;
-        self.pairs.live[i] = true;
+        self.pairs.set(i, OPEN, false);
+        self.pairs.set(i, LIVE, true);
         self.link(p, 0, a);
         if a != b {
             self.link(p, 1, b);
@@ -803,12 +824,12 @@ impl<V: Volume> SeparationList<V> {
             self.unlink(p, 1, b);
         }
         self.queue.remove(EventId(p));
-        if self.pairs.open[i] {
+        if self.pairs.is(i, OPEN) {
             self.stats.open -= 1;
         } else {
             self.stats.apart -= 1;
         }
-        self.pairs.live[i] = false;
+        self.pairs.set(i, LIVE, false);
         self.free.push(p);
     }
 
@@ -838,8 +859,8 @@ impl<V: Volume> SeparationList<V> {
         stack.push(p);
         while let Some(q) = stack.pop() {
             let i = q as usize;
-            debug_assert!(!self.pairs.open[i]);
-            self.pairs.open[i] = true;
+            debug_assert!(!self.pairs.is(i, OPEN));
+            self.pairs.set(i, OPEN, true);
             self.stats.apart -= 1;
             self.stats.open += 1;
             self.stats.descents += 1;
@@ -919,7 +940,7 @@ impl<V: Volume> SeparationList<V> {
         while let Some(q) = stack.pop() {
             let i = q as usize;
             let (a, b) = (self.pairs.a[i], self.pairs.b[i]);
-            if self.pairs.open[i] && self.is_leaf_pair(i) {
+            if self.pairs.is(i, OPEN) && self.is_leaf_pair(i) {
                 let mut lost = std::mem::take(&mut self.lost);
                 self.node_features(a, b, &mut |k| lost.push(k));
                 self.lost = lost;
@@ -936,7 +957,7 @@ impl<V: Volume> SeparationList<V> {
         self.stack = stack;
         let i = p as usize;
         self.pairs.child[i] = NONE;
-        self.pairs.open[i] = false;
+        self.pairs.set(i, OPEN, false);
         self.stats.open -= 1;
         self.stats.apart += 1;
         self.schedule(p, t);
@@ -948,6 +969,23 @@ mod tests {
     use super::*;
     use crate::kds::kdop::{Aabb, Dop18, Sphere};
     use glam::DVec3;
+
+    #[test]
+    fn pair_flags_are_set_and_cleared_one_at_a_time() {
+        let mut pairs = Pairs {
+            flags: vec![0; 2],
+            ..Pairs::default()
+        };
+        pairs.set(1, OPEN, true);
+        pairs.set(1, CUT, true);
+        pairs.set(1, CUT, true);
+        assert!(pairs.is(1, OPEN) && pairs.is(1, CUT) && !pairs.is(1, LIVE));
+        assert_eq!(pairs.flags[0], 0);
+        pairs.set(1, OPEN, false);
+        assert!(!pairs.is(1, OPEN) && pairs.is(1, CUT));
+        pairs.set(0, LIVE, true);
+        assert_eq!(pairs.flags, vec![LIVE, CUT]);
+    }
 
     /// Two parallel 4x4-vertex sheets `gap` apart in y, the upper one falling at `speed`.
     fn two_sheets(gap: f64, speed: f64) -> (Leaves, VertexState) {

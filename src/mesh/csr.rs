@@ -1,15 +1,16 @@
 //! Compressed sparse rows.
 
-/// Compressed sparse rows: row `i` is `items[offsets[i]..offsets[i + 1]]`.
+/// Compressed sparse rows: row `i` is `items[offsets[i]..offsets[i + 1]]`. Items are `u32`
+/// unless a table's items are known to be small (`u16` halves the table).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Csr {
+pub struct Csr<T = u32> {
     /// Row start offsets into `items`; `rows() + 1` entries (empty for a default `Csr`).
     pub offsets: Vec<u32>,
     /// The items of all rows, concatenated.
-    pub items: Vec<u32>,
+    pub items: Vec<T>,
 }
 
-impl Csr {
+impl<T: Copy + Default + Ord> Csr<T> {
     /// Builds from `(row, item)` pairs; each row's items are sorted ascending (deterministic).
     /// Duplicate pairs are kept.
     ///
@@ -18,9 +19,9 @@ impl Csr {
     ///
     /// # Panics
     /// If a row index is `>= rows` or there are more than `u32::MAX` pairs (programming errors).
-    pub fn from_pairs<I>(rows: usize, pairs: I) -> Csr
+    pub fn from_pairs<I>(rows: usize, pairs: I) -> Self
     where
-        I: IntoIterator<Item = (u32, u32)>,
+        I: IntoIterator<Item = (u32, T)>,
         I::IntoIter: Clone,
     {
         let pairs = pairs.into_iter();
@@ -42,7 +43,7 @@ impl Csr {
         }
         // `next[r]`: where row r's next item goes.
         let mut next = offsets[..rows].to_vec();
-        let mut items = vec![0u32; offsets[rows] as usize];
+        let mut items = vec![T::default(); offsets[rows] as usize];
         for (r, item) in pairs {
             let slot = &mut next[r as usize];
             items[*slot as usize] = item;
@@ -51,7 +52,7 @@ impl Csr {
         for i in 0..rows {
             items[offsets[i] as usize..offsets[i + 1] as usize].sort_unstable();
         }
-        Csr { offsets, items }
+        Self { offsets, items }
     }
 
     /// The items of row `i`.
@@ -59,7 +60,7 @@ impl Csr {
     /// # Panics
     /// If `i >= self.rows()`.
     #[inline]
-    pub fn row(&self, i: usize) -> &[u32] {
+    pub fn row(&self, i: usize) -> &[T] {
         &self.items[self.offsets[i] as usize..self.offsets[i + 1] as usize]
     }
 
@@ -93,8 +94,16 @@ mod tests {
     }
 
     #[test]
+    fn small_items_keep_their_type_and_order() {
+        let csr: Csr<u16> = Csr::from_pairs(2, [(1, 65535u16), (0, 7), (1, 3)]);
+        assert_eq!(csr.row(0), &[7]);
+        assert_eq!(csr.row(1), &[3, 65535]);
+        assert_eq!(std::mem::size_of_val(&csr.items[0]), 2);
+    }
+
+    #[test]
     fn default_has_no_rows() {
-        assert_eq!(Csr::default().rows(), 0);
-        assert_eq!(Csr::from_pairs(0, []).rows(), 0);
+        assert_eq!(Csr::<u32>::default().rows(), 0);
+        assert_eq!(Csr::<u32>::from_pairs(0, []).rows(), 0);
     }
 }

@@ -126,15 +126,17 @@ fn parse_face_index(tok: &str, defined: usize) -> Result<u32, String> {
     u32::try_from(resolved).map_err(|_| format!("face vertex `{tok}` exceeds the u32 index range"))
 }
 
-/// One object for [`write_obj_positions`]: `(name, positions, triangles)`.
-pub type ObjGroup<'a> = (&'a str, &'a [DVec3], &'a [[u32; 3]]);
+/// One object for [`write_obj_positions`]: `(name, positions, triangles, first)`, where the
+/// triangles' vertex `first + i` is `positions[i]` (so a simulation's global triangles can be
+/// written without a copy in object-local indices).
+pub type ObjGroup<'a> = (&'a str, &'a [DVec3], &'a [[u32; 3]], u32);
 
 /// Writes several meshes as one OBJ file: per group an `o name` line, its `v` lines, then its
 /// `f` lines with global 1-based indices. Coordinates are written so they parse back bit-exact.
 pub fn write_obj(w: &mut impl Write, groups: &[(&str, &TriMesh)]) -> std::io::Result<()> {
     let slices: Vec<ObjGroup<'_>> = groups
         .iter()
-        .map(|(name, m)| (*name, m.positions.as_slice(), m.triangles.as_slice()))
+        .map(|(name, m)| (*name, m.positions.as_slice(), m.triangles.as_slice(), 0))
         .collect();
     write_obj_positions(w, &slices)
 }
@@ -145,7 +147,7 @@ pub fn write_obj(w: &mut impl Write, groups: &[(&str, &TriMesh)]) -> std::io::Re
 pub fn write_obj_positions(w: &mut impl Write, groups: &[ObjGroup<'_>]) -> std::io::Result<()> {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, w);
     let mut offset: u64 = 1;
-    for &(name, positions, triangles) in groups {
+    for &(name, positions, triangles, first) in groups {
         let name: String = name
             .chars()
             .map(|c| if c.is_whitespace() { '_' } else { c })
@@ -157,13 +159,8 @@ pub fn write_obj_positions(w: &mut impl Write, groups: &[ObjGroup<'_>]) -> std::
             writeln!(out, "v {:?} {:?} {:?}", p.x, p.y, p.z)?;
         }
         for t in triangles {
-            writeln!(
-                out,
-                "f {} {} {}",
-                t[0] as u64 + offset,
-                t[1] as u64 + offset,
-                t[2] as u64 + offset
-            )?;
+            let [a, b, c] = t.map(|v| u64::from(v) + offset - u64::from(first));
+            writeln!(out, "f {a} {b} {c}")?;
         }
         offset += positions.len() as u64;
     }
@@ -211,8 +208,13 @@ mod tests {
         let mut a = Vec::new();
         let mut b = Vec::new();
         write_obj(&mut a, &[("m", &m)]).unwrap();
-        write_obj_positions(&mut b, &[("m", &m.positions, &m.triangles)]).unwrap();
+        write_obj_positions(&mut b, &[("m", &m.positions, &m.triangles, 0)]).unwrap();
         assert_eq!(a, b);
+        // The same triangles in indices from 7.
+        let shifted: Vec<[u32; 3]> = m.triangles.iter().map(|t| t.map(|v| v + 7)).collect();
+        let mut c = Vec::new();
+        write_obj_positions(&mut c, &[("m", &m.positions, &shifted, 7)]).unwrap();
+        assert_eq!(a, c);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use std::fs::File;
 use std::io::BufWriter;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use crate::engine::{Frame, FrameSink, RunError};
@@ -16,8 +17,8 @@ pub fn frame_path(dir: &Path, index: u64) -> PathBuf {
 #[derive(Debug)]
 pub struct ObjFrames {
     dir: PathBuf,
-    /// Per object: name and its triangles in object-local indices.
-    objects: Vec<(String, std::ops::Range<usize>, Vec<[u32; 3]>)>,
+    /// Per object: name, vertices and triangles (ranges of the simulation's).
+    objects: Vec<(String, Range<usize>, Range<usize>)>,
 }
 
 impl ObjFrames {
@@ -42,19 +43,17 @@ impl ObjFrames {
         if !self.objects.is_empty() {
             return;
         }
-        let sim = frame.simulation;
-        let triangles = sim.triangles();
-        self.objects = sim
+        self.objects = frame
+            .simulation
             .objects()
             .iter()
             .map(|o| {
-                let first = o.first_vertex as usize;
-                let range = first..first + o.vertex_count as usize;
-                let tris = triangles[o.first_triangle as usize..][..o.triangle_count as usize]
-                    .iter()
-                    .map(|t| t.map(|v| v - o.first_vertex))
-                    .collect();
-                (o.name.clone(), range, tris)
+                let (vertex, triangle) = (o.first_vertex as usize, o.first_triangle as usize);
+                (
+                    o.name.clone(),
+                    vertex..vertex + o.vertex_count as usize,
+                    triangle..triangle + o.triangle_count as usize,
+                )
             })
             .collect();
     }
@@ -63,14 +62,16 @@ impl ObjFrames {
 impl FrameSink for ObjFrames {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
         self.layout(frame);
+        let triangles = frame.simulation.triangles();
         let groups: Vec<_> = self
             .objects
             .iter()
-            .map(|(name, range, tris)| {
+            .map(|(name, vertices, tris)| {
                 (
                     name.as_str(),
-                    &frame.positions[range.clone()],
-                    tris.as_slice(),
+                    &frame.positions[vertices.clone()],
+                    &triangles[tris.clone()],
+                    vertices.start as u32,
                 )
             })
             .collect();
