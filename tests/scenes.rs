@@ -690,3 +690,34 @@ fn triangle_pairs_keep_the_contact_scenes_clean() {
         assert!(contact.deepest_layer >= 1, "{name}: no contact");
     }
 }
+
+#[test]
+fn short_circuiting_leaves_the_drape_on_nails_bit_identical() {
+    // `speed.short_circuit` (off by default) changes only when the broad phase's certificates
+    // look: the audited drape on nails with it on has the default run's frames, bit for bit.
+    let plain = {
+        let path = profiles_dir().join("sheets_nails_drape.toml");
+        let scene = profile::load(&path, &nails_short(&[])).unwrap();
+        let mut sim = Simulation::new(&scene).unwrap();
+        let mut frames = Positions(Vec::new());
+        sim.run_until(scene.duration, &mut frames)
+            .expect("the run succeeds");
+        frames.0
+    };
+    let cut = run(
+        "sheets_nails_drape",
+        &nails_short(&[("speed.short_circuit", "true")]),
+    );
+    let list = cut
+        .sim
+        .stats()
+        .contact
+        .clone()
+        .unwrap()
+        .broad_phase
+        .list
+        .unwrap();
+    assert!(list.short_circuit_retimes > 0, "nothing was cut short");
+    assert_eq!(plain.len(), 16, "a frame every 0.01 s");
+    assert!(plain == cut.positions, "short-circuiting changed a frame");
+}
