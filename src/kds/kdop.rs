@@ -140,15 +140,42 @@ pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
     /// The volume grown by `d` in every direction.
     fn inflate(&self, d: f64) -> Self;
 
-    /// Whether the union of the volumes `a` may overlap the union of the volumes `b` at some
-    /// time in `[t, t_end]` (the vertex-triangle and edge-edge tests of
-    /// [`super::leaves::VertexVolumes`]). Both slices are non-empty. `hint` orders the axes as
-    /// in [`overlap_interval_from`](Self::overlap_interval_from).
-    fn unions_meet(a: &[&Self], b: &[&Self], t: f64, t_end: f64, hint: &AxisHint) -> bool {
-        let union = |vs: &[&Self]| vs[1..].iter().fold(*vs[0], |u, v| u.union(v, t, t_end));
+    /// Whether the union of the reference paths `a`, grown by `pad`, may overlap the union of
+    /// the paths `b`, grown by `pad`, at some time in `[t, t_end]` (the vertex-triangle and
+    /// edge-edge tests of [`super::leaves::References::near`]). Both slices are non-empty.
+    /// `hint` orders the axes as in [`overlap_interval_from`](Self::overlap_interval_from).
+    /// This default fits a volume to each path; k-DOPs project the paths directly.
+    fn paths_meet(
+        a: &[&Path],
+        b: &[&Path],
+        pad: f64,
+        (t, t_end): (f64, f64),
+        hint: &AxisHint,
+    ) -> bool {
+        let fit = |p: &Path| Self::fit(&[p.at(t, t_end)], &[p.end], t, t_end, pad);
+        let union =
+            |ps: &[&Path]| (ps[1..].iter()).fold(fit(ps[0]), |u, p| u.union(&fit(p), t, t_end));
         union(a)
             .overlap_interval_from(&union(b), t, t_end, t_end, hint)
             .is_some()
+    }
+}
+
+/// A vertex's straight reference path over the horizon: the point `end + (s - t_end) vel` at
+/// time `s`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Path {
+    /// Position at the horizon's end.
+    pub end: DVec3,
+    /// Velocity.
+    pub vel: DVec3,
+}
+
+impl Path {
+    /// The point at time `s` of a horizon ending at `t_end`.
+    #[inline]
+    pub fn at(&self, s: f64, t_end: f64) -> DVec3 {
+        self.end + (s - t_end) * self.vel
     }
 }
 
@@ -447,36 +474,44 @@ impl<const A: usize> Volume for Dop<A> {
         out
     }
 
-    /// Per axis, the unions' extents at `t` and `t_end` bound chords (the union's lower extent
-    /// is concave, its upper extent convex), and each separation condition is linear in
-    /// `lambda = (s - t) / (t_end - t)`: no `f32` rounding, and one division per condition
-    /// unless one condition fails at both ends, which settles the test (on the drape, 89% of
-    /// these tests end at their first axis; skipping the divisions there saves 13% of its run).
-    fn unions_meet(a: &[&Self], b: &[&Self], t: f64, t_end: f64, hint: &AxisHint) -> bool {
+    /// Per axis, the paths' projections are linear in time, so the unions' extents at `t` and
+    /// `t_end` bound chords (the lower extent is concave, the upper convex), and each
+    /// separation condition is linear in `lambda = (s - t) / (t_end - t)`. The projections are
+    /// computed in `f64` from the paths, so no per-vertex volume is stored (144 bytes a vertex
+    /// at 18 axes) and nothing is rounded to `f32`. A condition failing at both ends settles
+    /// the test with no division (on the drape, 89% of these tests end at their first axis).
+    #[inline]
+    fn paths_meet(
+        a: &[&Path],
+        b: &[&Path],
+        pad: f64,
+        (t, t_end): (f64, f64),
+        hint: &AxisHint,
+    ) -> bool {
         let u = t - t_end;
         let (mut lo, mut hi) = (0.0f64, 1.0f64);
         let first = hint.first(A);
         for k in 0..A {
             let j = rotated(first, k, A);
-            let ends = |vs: &[&Self]| {
+            let d = axis(j);
+            // (lower at t, lower at t_end, upper at t, upper at t_end) of the projections.
+            let ends = |ps: &[&Path]| {
                 let inf = f64::INFINITY;
-                vs.iter()
-                    .fold((inf, inf, -inf, -inf), |(lo0, lo1, hi0, hi1), v| {
-                        (
-                            lo0.min(at(v.lo[j], v.vlo[j], u)),
-                            lo1.min(v.lo[j] as f64),
-                            hi0.max(at(v.hi[j], v.vhi[j], u)),
-                            hi1.max(v.hi[j] as f64),
-                        )
+                ps.iter()
+                    .fold((inf, inf, -inf, -inf), |(lo0, lo1, hi0, hi1), p| {
+                        let x1 = d.dot(p.end);
+                        let x0 = x1 + u * d.dot(p.vel);
+                        (lo0.min(x0), lo1.min(x1), hi0.max(x0), hi1.max(x1))
                     })
             };
             let (alo0, alo1, ahi0, ahi1) = ends(a);
             let (blo0, blo1, bhi0, bhi1) = ends(b);
-            let scale = 1.0 + alo0.abs().max(ahi1.abs()).max(blo0.abs()).max(bhi1.abs());
-            let tol = TOLERANCE * scale;
+            let scale = 1.0 + pad + alo0.abs().max(ahi1.abs()).max(blo0.abs()).max(bhi1.abs());
+            // Each side is grown by `pad`.
+            let grow = 2.0 * pad + TOLERANCE * scale;
             let gaps = [
-                (ahi0 - blo0 + tol, ahi1 - blo1 + tol),
-                (bhi0 - alo0 + tol, bhi1 - alo1 + tol),
+                (ahi0 - blo0 + grow, ahi1 - blo1 + grow),
+                (bhi0 - alo0 + grow, bhi1 - alo1 + grow),
             ];
             // A gap negative at both ends is negative throughout: apart, with no division
             // (nearly all tests end here, at their first axis).
@@ -689,6 +724,20 @@ mod tests {
             .prop_map(|v| v.into_iter().unzip::<_, _, Vec<_>, Vec<_>>())
     }
 
+    /// The straight paths from each trajectory's points at `t` to its points at `t_end`.
+    fn paths(p: &(Vec<DVec3>, Vec<DVec3>), t: f64, t_end: f64) -> Vec<Path> {
+        (p.0.iter().zip(&p.1))
+            .map(|(&a, &b)| Path {
+                end: b,
+                vel: (b - a) / (t_end - t),
+            })
+            .collect()
+    }
+
+    fn refs(paths: &[Path]) -> Vec<&Path> {
+        paths.iter().collect()
+    }
+
     /// Points of trajectories at `s`.
     fn sample(p0: &[DVec3], p1: &[DVec3], t: f64, t_end: f64, s: f64) -> Vec<DVec3> {
         let w = (s - t) / (t_end - t);
@@ -755,10 +804,46 @@ mod tests {
             }
             let hint = AxisHint::new(true);
             hint.slot().store(first, Ordering::Relaxed);
+            let (pa, pb) = (paths(&a, t, t_end), paths(&c, t, t_end));
+            let (pa, pb) = (refs(&pa), refs(&pb));
             prop_assert_eq!(
-                Dop18::unions_meet(&[&va, &vb], &[&vc, &vd], t, t_end, &hint),
-                Dop18::unions_meet(&[&va, &vb], &[&vc, &vd], t, t_end, &FIXED_AXES)
+                Dop18::paths_meet(&pa, &pb, 0.1, (t, t_end), &hint),
+                Dop18::paths_meet(&pa, &pb, 0.1, (t, t_end), &FIXED_AXES)
             );
+        }
+
+        /// The k-DOP path test is conservative: two points of the paths' hulls closer than
+        /// `2 pad` at a sampled time are never reported apart; and it is no looser than the
+        /// fitted (`f32`, outward-rounded) volumes of the same paths, which contain it.
+        #[test]
+        fn path_test_is_conservative_and_within_the_fitted_volumes(
+            a in trajectories(), b in trajectories(), t in 0.0..2.0f64, span in 1e-3..1.0f64,
+            pad in 0.0..2.0f64, now in 0.0..1.0f64,
+        ) {
+            let t_end = t + span;
+            let now = t + now * span;
+            let (pa, pb) = (paths(&a, t, t_end), paths(&b, t, t_end));
+            let (pa, pb) = (refs(&pa), refs(&pb));
+            let meet = Dop18::paths_meet(&pa, &pb, pad, (now, t_end), &FIXED_AXES);
+            let fit = |p: &Path| Dop18::fit(&[p.at(now, t_end)], &[p.end], now, t_end, pad);
+            let union = |ps: &[&Path]| {
+                ps[1..].iter().fold(fit(ps[0]), |u, p| u.union(&fit(p), now, t_end))
+            };
+            let fitted = union(&pa).overlap_interval(&union(&pb), now, t_end).is_some();
+            prop_assert!(!meet || fitted, "exact paths meet but their fitted volumes do not");
+            for i in 0..=16 {
+                let s = now + (t_end - now) * i as f64 / 16.0;
+                // The hulls' centroids and vertices as witnesses.
+                let hull = |ps: &[&Path]| {
+                    let pts: Vec<DVec3> = ps.iter().map(|p| p.at(s, t_end)).collect();
+                    let mid = pts.iter().copied().sum::<DVec3>() / pts.len() as f64;
+                    pts.into_iter().chain([mid]).collect::<Vec<_>>()
+                };
+                let close = hull(&pa).iter().any(|x| {
+                    hull(&pb).iter().any(|y| x.distance(*y) < 2.0 * pad * (1.0 - 1e-9))
+                });
+                prop_assert!(!close || meet, "points {} apart at {s} reported apart", 2.0 * pad);
+            }
         }
 
         #[test]

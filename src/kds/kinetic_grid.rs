@@ -16,7 +16,7 @@ use hashbrown::HashMap;
 
 use super::bvh::Bvh;
 use super::kdop::{after, Aabb, Volume, FIXED_AXES};
-use super::leaves::{Leaves, References, VertexVolumes};
+use super::leaves::{Leaves, References};
 use super::swept_boxes::PairKey;
 use crate::events::EventQueue;
 use crate::ids::EventId;
@@ -67,7 +67,6 @@ pub struct GridStats {
 pub struct KineticGrid {
     leaves: Leaves,
     refs: References,
-    vertex_vols: VertexVolumes<Aabb>,
     /// Leaf boxes, valid from their last fit to the horizon's end.
     boxes: Vec<Aabb>,
     /// Cells each leaf is registered in.
@@ -93,7 +92,6 @@ impl KineticGrid {
         let n = leaves.len();
         Self {
             refs: References::new(state.len()),
-            vertex_vols: VertexVolumes::new(state.len()),
             boxes: vec![Aabb::fit(&[DVec3::ZERO], &[DVec3::ZERO], 0.0, 0.0, 0.0); n],
             registered: vec![Cells::EMPTY; n],
             leaves,
@@ -135,7 +133,6 @@ impl KineticGrid {
     pub fn bytes(&self) -> usize {
         let cells: usize = self.grid.values().map(|v| v.capacity() * 4 + 40).sum();
         self.refs.bytes()
-            + self.vertex_vols.bytes()
             + self.boxes.capacity() * std::mem::size_of::<Aabb>()
             + self.registered.capacity() * std::mem::size_of::<Cells>()
             + cells
@@ -167,9 +164,6 @@ impl KineticGrid {
         self.t_end = t_end;
         self.refs.reset_all(state, t_end);
         let pad = self.pad();
-        for v in 0..state.len() as u32 {
-            self.vertex_vols.refresh(&self.refs, v, (t, t_end), pad);
-        }
         for l in 0..self.leaves.len() as u32 {
             self.boxes[l as usize] =
                 Bvh::<Aabb>::fit_leaves(&self.leaves, &self.refs, &[l], t, t_end, pad);
@@ -226,9 +220,6 @@ impl KineticGrid {
         for &v in vertices {
             if !self.refs.follows(v, state, t, self.t_end, self.slack) {
                 self.refs.reset(v, state, self.t_end);
-                let span = (t, self.t_end);
-                self.vertex_vols
-                    .refresh(&self.refs, v, span, self.margin + self.slack);
                 dirty.extend_from_slice(self.leaves.of_vertex(v));
             }
         }
@@ -266,7 +257,7 @@ impl KineticGrid {
         }
     }
 
-    /// Calls `found` for the near feature pairs ([`VertexVolumes::near`]) of leaf `l` and every leaf
+    /// Calls `found` for the near feature pairs ([`References::near`]) of leaf `l` and every leaf
     /// sharing a cell with it.
     fn hand_over_again(&self, l: u32, found: &mut impl FnMut(PairKey)) {
         let mut others = Vec::new();
@@ -291,11 +282,11 @@ impl KineticGrid {
         });
     }
 
-    /// [`VertexVolumes::near`] over the current horizon.
+    /// [`References::near`] over the current horizon.
     fn near(&self, key: PairKey) -> bool {
         let hints = [&FIXED_AXES; 2];
-        self.vertex_vols
-            .near(&self.leaves, key, (self.now, self.t_end), hints)
+        let span = (self.now, self.t_end);
+        (self.refs).near::<Aabb>(&self.leaves, key, self.pad(), span, hints)
     }
 
     /// Whether some pair of leaves sharing a cell holds `key` among its feature pairs and the

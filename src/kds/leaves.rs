@@ -16,7 +16,7 @@ use glam::DVec3;
 use hashbrown::HashMap;
 use rayon::prelude::*;
 
-use super::kdop::{AxisHint, Volume};
+use super::kdop::{AxisHint, Path, Volume};
 use super::swept_boxes::PairKey;
 use super::PAR_MIN_LEN;
 use crate::mesh::Csr;
@@ -354,118 +354,94 @@ impl Group {
     }
 }
 
-/// Per-vertex volumes of kind `V` around the reference trajectories (grown by the leaves'
-/// pad), refreshed when a reference changes: they make [`near`](Self::near) one overlap test
-/// for a VT pair and two unions and a test for an EE pair.
-#[derive(Debug)]
-pub struct VertexVolumes<V> {
-    vol: Vec<V>,
-}
-
-impl<V: Volume> VertexVolumes<V> {
-    /// Volumes for `n` vertices (placeholders until [`refresh`](Self::refresh)).
-    pub fn new(n: usize) -> Self {
-        let zero = [DVec3::ZERO];
-        Self {
-            vol: vec![V::fit(&zero, &zero, 0.0, 0.0, 0.0); n],
-        }
-    }
-
-    /// Fits vertex `v`'s volume to its reference on `[t, t_end]`, grown by `pad`.
-    #[inline]
-    pub fn refresh(&mut self, refs: &References, v: u32, (t, t_end): (f64, f64), pad: f64) {
-        let (p0, p1) = (refs.at(v, t, t_end), refs.at(v, t_end, t_end));
-        self.vol[v as usize] = V::fit(&[p0], &[p1], t, t_end, pad);
-    }
-
-    /// Fits every vertex's volume, in parallel, as [`refresh`](Self::refresh) does one.
-    pub fn refresh_all(&mut self, refs: &References, (t, t_end): (f64, f64), pad: f64) {
-        self.vol
-            .par_iter_mut()
-            .enumerate()
-            .with_min_len(PAR_MIN_LEN)
-            .for_each(|(v, vol)| {
-                let (p0, p1) = (refs.at(v as u32, t, t_end), refs.at(v as u32, t_end, t_end));
-                *vol = V::fit(&[p0], &[p1], t, t_end, pad);
-            });
-    }
-
-    /// Whether the two primitives of `key` may come within `eta1` before `t_end`: their
-    /// volumes around the reference trajectories on `[now, t_end]` (grown by half of `eta1` plus
-    /// the reference slack; a triangle's or an edge's is the union of its vertices', which holds
-    /// every point of it grown by the same pad) overlap at some time. Leaf pairs hand over only
-    /// these feature pairs; the others stay apart until `t_end` or until a vertex of theirs
-    /// strays from its reference (which refits its leaves and looks again). `hints` order the
-    /// axes of the VT and EE tests (see [`AxisHint`]).
-    pub fn near(
-        &self,
-        leaves: &Leaves,
-        key: PairKey,
-        (now, t_end): (f64, f64),
-        hints: [&AxisHint; 2],
-    ) -> bool {
-        let vol = |v: u32| &self.vol[v as usize];
-        match key {
-            PairKey::VertexTriangle(v, t) => {
-                let [a, b, c] = leaves.triangles[t as usize];
-                V::unions_meet(&[vol(v)], &[vol(a), vol(b), vol(c)], now, t_end, hints[0])
-            }
-            PairKey::EdgeEdge(e, f) => {
-                let [a, b] = leaves.edges[e as usize];
-                let [c, d] = leaves.edges[f as usize];
-                V::unions_meet(&[vol(a), vol(b)], &[vol(c), vol(d)], now, t_end, hints[1])
-            }
-        }
-    }
-
-    /// Heap bytes held.
-    pub fn bytes(&self) -> usize {
-        self.vol.capacity() * std::mem::size_of::<V>()
-    }
-}
-
-/// Reference trajectories of the vertices over the horizon (see the module docs).
+/// Reference trajectories of the vertices over the horizon (see the module docs): one
+/// [`Path`] a vertex, position and velocity side by side, since every use reads both.
 #[derive(Debug, Default)]
 pub struct References {
-    /// Reference position at the horizon's end.
-    end: Vec<DVec3>,
-    /// Reference velocity.
-    vel: Vec<DVec3>,
+    paths: Vec<Path>,
 }
 
 impl References {
     /// References for `n` vertices (all at the origin until [`reset_all`](Self::reset_all)).
     pub fn new(n: usize) -> Self {
+        let still = Path {
+            end: DVec3::ZERO,
+            vel: DVec3::ZERO,
+        };
         Self {
-            end: vec![DVec3::ZERO; n],
-            vel: vec![DVec3::ZERO; n],
+            paths: vec![still; n],
         }
     }
 
     /// The reference position of vertex `v` at `s`.
     #[inline]
     pub fn at(&self, v: u32, s: f64, t_end: f64) -> DVec3 {
-        self.end[v as usize] + (s - t_end) * self.vel[v as usize]
+        self.paths[v as usize].at(s, t_end)
     }
 
     /// Makes vertex `v`'s current trajectory its reference.
     #[inline]
     pub fn reset(&mut self, v: u32, state: &VertexState, t_end: f64) {
-        self.end[v as usize] = state.position_at(v as usize, t_end);
-        self.vel[v as usize] = state.v[v as usize];
+        self.paths[v as usize] = Self::current(state, v as usize, t_end);
     }
 
     /// Makes every vertex's current trajectory its reference.
     pub fn reset_all(&mut self, state: &VertexState, t_end: f64) {
-        self.end
-            .par_iter_mut()
-            .zip(self.vel.par_iter_mut())
-            .enumerate()
+        (self.paths.par_iter_mut().enumerate())
             .with_min_len(PAR_MIN_LEN)
-            .for_each(|(v, (end, vel))| {
-                *end = state.position_at(v, t_end);
-                *vel = state.v[v];
-            });
+            .for_each(|(v, path)| *path = Self::current(state, v, t_end));
+    }
+
+    /// Vertex `v`'s current trajectory as a path over a horizon ending at `t_end`.
+    #[inline]
+    fn current(state: &VertexState, v: usize, t_end: f64) -> Path {
+        Path {
+            end: state.position_at(v, t_end),
+            vel: state.v[v],
+        }
+    }
+
+    /// Whether the two primitives of `key` may come within `eta1` before `t_end`: the unions
+    /// of their vertices' reference paths on `[now, t_end]`, each grown by `pad` (half of `eta1`
+    /// plus the reference slack; the union of a triangle's or an edge's paths holds every point
+    /// of it grown by the same pad), overlap at some time in volumes of kind `V`
+    /// ([`Volume::paths_meet`]). Leaf pairs hand over only these feature pairs; the others stay
+    /// apart until `t_end` or until a vertex of theirs strays from its reference (which refits
+    /// its leaves and looks again). `hints` order the axes of the VT and EE tests (see
+    /// [`AxisHint`]).
+    #[inline]
+    pub fn near<V: Volume>(
+        &self,
+        leaves: &Leaves,
+        key: PairKey,
+        pad: f64,
+        span: (f64, f64),
+        hints: [&AxisHint; 2],
+    ) -> bool {
+        let path = |v: u32| &self.paths[v as usize];
+        match key {
+            PairKey::VertexTriangle(v, t) => {
+                let [a, b, c] = leaves.triangles[t as usize];
+                V::paths_meet(
+                    &[path(v)],
+                    &[path(a), path(b), path(c)],
+                    pad,
+                    span,
+                    hints[0],
+                )
+            }
+            PairKey::EdgeEdge(e, f) => {
+                let [a, b] = leaves.edges[e as usize];
+                let [c, d] = leaves.edges[f as usize];
+                V::paths_meet(
+                    &[path(a), path(b)],
+                    &[path(c), path(d)],
+                    pad,
+                    span,
+                    hints[1],
+                )
+            }
+        }
     }
 
     /// Whether vertex `v` stays within `slack` of its reference from `t` to `t_end`.
@@ -473,7 +449,7 @@ impl References {
     pub fn follows(&self, v: u32, state: &VertexState, t: f64, t_end: f64, slack: f64) -> bool {
         let i = v as usize;
         (state.position_at(i, t) - self.at(v, t, t_end)).length_squared() <= slack * slack
-            && (state.position_at(i, t_end) - self.end[i]).length_squared() <= slack * slack
+            && (state.position_at(i, t_end) - self.paths[i].end).length_squared() <= slack * slack
     }
 
     /// Appends the reference points of leaf `l` at `t` and at `t_end` to `p0` and `p1`.
@@ -488,13 +464,13 @@ impl References {
     ) {
         for v in leaves.verts(l) {
             p0.push(self.at(v, t, t_end));
-            p1.push(self.end[v as usize]);
+            p1.push(self.paths[v as usize].end);
         }
     }
 
     /// Heap bytes held.
     pub fn bytes(&self) -> usize {
-        (self.end.capacity() + self.vel.capacity()) * std::mem::size_of::<DVec3>()
+        self.paths.capacity() * std::mem::size_of::<Path>()
     }
 }
 

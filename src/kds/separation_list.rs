@@ -33,7 +33,7 @@
 
 use super::bvh::Bvh;
 use super::kdop::{after, AxisHint, Volume, FIXED_AXES};
-use super::leaves::{Leaves, References, VertexVolumes, NONE};
+use super::leaves::{Leaves, References, NONE};
 use super::swept_boxes::PairKey;
 use super::PAR_MIN_LEN;
 use crate::events::EventQueue;
@@ -116,7 +116,6 @@ impl Pairs {
 pub struct SeparationList<V> {
     leaves: Leaves,
     refs: References,
-    vertex_vols: VertexVolumes<V>,
     bvh: Bvh<V>,
     /// Half of `eta1`: two leaves apart are at least `eta1` apart.
     margin: f64,
@@ -177,7 +176,6 @@ impl<V: Volume> SeparationList<V> {
         let nodes = bvh.len();
         Self {
             refs: References::new(state.len()),
-            vertex_vols: VertexVolumes::new(state.len()),
             leaves,
             bvh,
             margin: 0.5 * eta1,
@@ -245,7 +243,6 @@ impl<V: Volume> SeparationList<V> {
         let p = &self.pairs;
         self.bvh.bytes()
             + self.refs.bytes()
-            + self.vertex_vols.bytes()
             + (p.a.capacity() + p.b.capacity() + p.child.capacity() + p.sibling.capacity()) * 4
             + p.flags.capacity()
             + self.cut.capacity() * 4
@@ -289,7 +286,6 @@ impl<V: Volume> SeparationList<V> {
         self.t_end = t_end;
         self.refs.reset_all(state, t_end);
         let pad = self.pad();
-        self.vertex_vols.refresh_all(&self.refs, (t, t_end), pad);
         let grow = self.slack;
         self.bvh
             .refit_all(&self.leaves, &self.refs, (t, t_end), pad, grow);
@@ -362,9 +358,6 @@ impl<V: Volume> SeparationList<V> {
             .collect();
         for v in strayed {
             self.refs.reset(v, state, self.t_end);
-            let span = (t, self.t_end);
-            self.vertex_vols
-                .refresh(&self.refs, v, span, self.margin + self.slack);
             self.vertex_stamp[v as usize] = self.epoch;
             dirty.extend_from_slice(self.leaves.of_vertex(v));
         }
@@ -467,7 +460,7 @@ impl<V: Volume> SeparationList<V> {
     }
 
     /// Calls `found` for the feature pairs of leaf nodes `a` and `b` that may come within
-    /// `eta1` before the horizon's end ([`VertexVolumes::near`]).
+    /// `eta1` before the horizon's end ([`References::near`]).
     fn hand_over(&self, a: u32, b: u32, found: &mut impl FnMut(PairKey)) {
         self.node_features(a, b, &mut |k| {
             if self.near(k) {
@@ -476,11 +469,11 @@ impl<V: Volume> SeparationList<V> {
         });
     }
 
-    /// [`VertexVolumes::near`] over the current horizon.
+    /// [`References::near`] over the current horizon.
     fn near(&self, key: PairKey) -> bool {
         let [vt, ee] = &self.near_axes;
-        self.vertex_vols
-            .near(&self.leaves, key, (self.now, self.t_end), [vt, ee])
+        let span = (self.now, self.t_end);
+        (self.refs).near::<V>(&self.leaves, key, self.pad(), span, [vt, ee])
     }
 
     /// Whether both nodes of pair `p` are leaf nodes.
