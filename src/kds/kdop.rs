@@ -790,7 +790,7 @@ mod tests {
         ) {
             let t_end = t + span;
             let fit = |p: &(Vec<DVec3>, Vec<DVec3>)| Dop18::fit(&p.0, &p.1, t, t_end, 0.1);
-            let (va, vb, vc, vd) = (fit(&a), fit(&b), fit(&c), fit(&d));
+            let (va, vb) = (fit(&a), fit(&b));
             let hint = AxisHint::new(true);
             hint.slot().store(first, Ordering::Relaxed);
             let got = va.overlap_interval_from(&vb, t, t_end, t_end, &hint);
@@ -804,7 +804,7 @@ mod tests {
             }
             let hint = AxisHint::new(true);
             hint.slot().store(first, Ordering::Relaxed);
-            let (pa, pb) = (paths(&a, t, t_end), paths(&c, t, t_end));
+            let (pa, pb) = (paths(&c, t, t_end), paths(&d, t, t_end));
             let (pa, pb) = (refs(&pa), refs(&pb));
             prop_assert_eq!(
                 Dop18::paths_meet(&pa, &pb, 0.1, (t, t_end), &hint),
