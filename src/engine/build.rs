@@ -13,7 +13,7 @@ use crate::events::{EventKind, EventQueue, EventTable};
 use crate::forces::external::{Drag, PrescribedForce, ScriptedMotion};
 use crate::forces::{ElementKernel, HingeFamily, HingeKernel, SpringFamily, SpringKernel};
 use crate::kds::swept_boxes::PairKey;
-use crate::mesh::{lumped_masses, Topology, TriMesh};
+use crate::mesh::{lumped_masses, Topology, TriMesh, TriangleList};
 use crate::scene::{Scene, SceneError, VertexSet};
 use crate::state::{VertexKind, VertexState};
 
@@ -250,6 +250,8 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
     let snapshot = events.insert(EventKind::Snapshot, 0);
     queue.push(snapshot.id, 0.0);
 
+    // One copy, shared with the broad phase.
+    let triangles: TriangleList = triangles.into();
     let edges: Vec<[u32; 2]> = if scene.contact.enabled {
         topologies
             .iter()

@@ -34,6 +34,7 @@ use crate::kds::slab::{
 };
 use crate::kds::swept_boxes::PairKey;
 use crate::kds::{BroadPhase, BroadPhaseKind, BroadPhaseStats};
+use crate::mesh::TriangleList;
 use crate::profile::zone;
 use crate::state::VertexState;
 
@@ -205,7 +206,7 @@ impl Contact {
     pub(super) fn new(
         setup: ContactSetup,
         edges: Vec<[u32; 2]>,
-        triangles: Vec<[u32; 3]>,
+        triangles: TriangleList,
         state: &VertexState,
         events: &mut EventTable,
         queue: &mut EventQueue,
@@ -217,7 +218,7 @@ impl Contact {
             .fold(f64::INFINITY, f64::min);
         let triangle_pairs = setup
             .triangle_pairs
-            .then(|| TriangleTopology::new(n, &edges, &triangles));
+            .then(|| TriangleTopology::new(n, &edges, triangles.clone()));
         let mut boxes = BroadPhase::new(
             setup.broad_phase,
             edges,
@@ -291,6 +292,12 @@ impl Contact {
         contact.adopt(found, state, 0.0, events, queue);
         queue.push(broad_event, contact.boxes.next_time());
         Ok(contact)
+    }
+
+    /// The broad phase (for tests of the engine).
+    #[cfg(test)]
+    pub(super) fn broad_phase(&self) -> &BroadPhase {
+        &self.boxes
     }
 
     /// The four vertices of a feature pair, side A first.

@@ -22,6 +22,7 @@ use crate::forces::external::{
 };
 use crate::forces::{HingeFamily, SpringFamily};
 use crate::ids::EventId;
+use crate::mesh::TriangleList;
 use crate::profile::zone;
 use crate::scene::{Scene, SceneError};
 use crate::state::{VertexKind, VertexState};
@@ -244,7 +245,7 @@ pub(crate) struct Model<'a> {
 pub struct Simulation {
     name: String,
     objects: Vec<ObjectRange>,
-    triangles: Vec<[u32; 3]>,
+    triangles: TriangleList,
     state: VertexState,
     springs: SpringFamily,
     hinges: HingeFamily,
@@ -796,6 +797,22 @@ mod tests {
         assert_eq!(kept.state().x, given.state().x);
         assert_eq!(kept.state().v, given.state().v);
         assert_eq!(kept.stats().model, given.stats().model);
+    }
+
+    #[test]
+    fn the_broad_phase_reads_the_simulations_triangle_list() {
+        for kind in [
+            crate::kds::BroadPhaseKind::Kdop18,
+            crate::kds::BroadPhaseKind::SweptBoxes,
+        ] {
+            let sim = particle_over_floor_with(kind);
+            let contact = sim.contact.as_ref().expect("the scene has contact");
+            // One copy in memory (12 bytes a triangle), not an equal copy.
+            assert!(std::ptr::eq(
+                sim.triangles(),
+                contact.broad_phase().triangles()
+            ));
+        }
     }
 
     /// A particle 0.5 cm above a fixed floor, no gravity, drifting sideways.

@@ -12,7 +12,7 @@
 
 use crate::contact::closest::{TriangleFeature, TRIANGLE_PAIR_FEATURES};
 use crate::kds::swept_boxes::PairKey;
-use crate::mesh::Csr;
+use crate::mesh::{Csr, TriangleList};
 use hashbrown::HashMap;
 
 /// No triangle on this side of an edge (a boundary edge).
@@ -50,7 +50,7 @@ impl ContactKey {
 /// The adjacency that maps feature pairs to triangle pairs and back.
 #[derive(Debug)]
 pub(super) struct TriangleTopology {
-    triangles: Vec<[u32; 3]>,
+    triangles: TriangleList,
     /// Per vertex, its triangles.
     vertex_triangles: Csr,
     /// Per edge, its one or two triangles ([`NONE`] for the missing one).
@@ -63,7 +63,7 @@ pub(super) struct TriangleTopology {
 impl TriangleTopology {
     /// Builds the adjacency of `triangles` over `vertices` vertices and the contact `edges`
     /// (every triangle edge is one of them).
-    pub(super) fn new(vertices: usize, edges: &[[u32; 2]], triangles: &[[u32; 3]]) -> Self {
+    pub(super) fn new(vertices: usize, edges: &[[u32; 2]], triangles: TriangleList) -> Self {
         let edge_ids: HashMap<[u32; 2], u32> = edges
             .iter()
             .enumerate()
@@ -88,9 +88,10 @@ impl TriangleTopology {
             .iter()
             .enumerate()
             .flat_map(|(t, tri)| tri.map(|v| (v, t as u32)));
+        let vertex_triangles = Csr::from_pairs(vertices, pairs);
         Self {
-            triangles: triangles.to_vec(),
-            vertex_triangles: Csr::from_pairs(vertices, pairs),
+            triangles,
+            vertex_triangles,
             edge_triangles,
             triangle_edges,
         }
@@ -203,7 +204,7 @@ mod tests {
     #[test]
     fn every_feature_of_a_triangle_pair_maps_back_to_it_and_its_shares_sum_to_one() {
         let (n, edges, triangles) = two_sheets();
-        let topo = TriangleTopology::new(n, &edges, &triangles);
+        let topo = TriangleTopology::new(n, &edges, triangles.clone().into());
         let mut total_share: HashMap<PairKey, f64> = HashMap::new();
         let mut keys = Vec::new();
         for s in 0..triangles.len() as u32 {
@@ -250,7 +251,7 @@ mod tests {
     #[test]
     fn a_feature_pair_in_no_disjoint_triangle_pair_stays_a_feature_pair() {
         let (n, edges, triangles) = two_sheets();
-        let topo = TriangleTopology::new(n, &edges, &triangles);
+        let topo = TriangleTopology::new(n, &edges, triangles.clone().into());
         let particle = n as u32 - 1;
         let mut keys = Vec::new();
         topo.contact_keys(PairKey::VertexTriangle(particle, 0), &mut keys);

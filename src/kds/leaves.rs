@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use super::kdop::{AxisHint, Path, Volume};
 use super::swept_boxes::PairKey;
 use super::PAR_MIN_LEN;
-use crate::mesh::Csr;
+use crate::mesh::{Csr, TriangleList};
 use crate::state::VertexState;
 
 /// Marks an unused slot.
@@ -32,7 +32,7 @@ pub struct Leaves {
     /// Global edge list (vertex pairs).
     pub edges: Vec<[u32; 2]>,
     /// Global triangle list.
-    pub triangles: Vec<[u32; 3]>,
+    pub triangles: TriangleList,
     /// The vertices of each leaf that is no triangle (leaf `triangles.len() + i` is entry `i`),
     /// `NONE`-padded; a triangle's leaf reads its vertices from `triangles`.
     loose: Vec<[u32; 3]>,
@@ -52,7 +52,12 @@ enum Primitive {
 
 impl Leaves {
     /// Leaves over these primitives of `vertex_count` vertices.
-    pub fn new(edges: Vec<[u32; 2]>, triangles: Vec<[u32; 3]>, vertex_count: usize) -> Self {
+    pub fn new(
+        edges: Vec<[u32; 2]>,
+        triangles: impl Into<TriangleList>,
+        vertex_count: usize,
+    ) -> Self {
+        let triangles = triangles.into();
         let edge_id: HashMap<(u32, u32), u32> = edges
             .iter()
             .enumerate()
@@ -62,7 +67,7 @@ impl Leaves {
         let mut leaf_edges = Vec::with_capacity(triangles.len());
         let mut edge_used = vec![false; edges.len()];
         let mut vertex_used = vec![false; vertex_count];
-        for &[a, b, c] in &triangles {
+        for &[a, b, c] in triangles.iter() {
             let mut es = [NONE; 3];
             for (k, (p, q)) in [(a, b), (b, c), (c, a)].into_iter().enumerate() {
                 if let Some(&e) = edge_id.get(&(p.min(q), p.max(q))) {

@@ -22,6 +22,7 @@ use leaves::Leaves;
 use separation_list::{ListStats, SeparationList};
 use swept_boxes::{PairKey, SweptBoxes};
 
+use crate::mesh::TriangleList;
 use crate::state::VertexState;
 
 /// Fewest vertices or pairs per rayon task in the per-vertex and per-pair passes of the
@@ -174,7 +175,7 @@ impl BroadPhase {
     pub fn new(
         kind: BroadPhaseKind,
         edges: Vec<[u32; 2]>,
-        triangles: Vec<[u32; 3]>,
+        triangles: TriangleList,
         state: &VertexState,
         eta1: f64,
     ) -> Self {

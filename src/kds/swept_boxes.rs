@@ -11,7 +11,7 @@
 use glam::DVec3;
 use hashbrown::HashMap;
 
-use crate::mesh::Csr;
+use crate::mesh::{Csr, TriangleList};
 use crate::state::VertexState;
 
 /// Slack around each vertex sweep, as a fraction of `eta1`: a kick that keeps the sweep inside
@@ -43,7 +43,7 @@ pub struct SweptBoxes {
     /// Slack added around each vertex sweep, so that small velocity changes need no update.
     pad: f64,
     edges: Vec<[u32; 2]>,
-    triangles: Vec<[u32; 3]>,
+    triangles: TriangleList,
     lo: Vec<DVec3>,
     hi: Vec<DVec3>,
     /// Cached primitive boxes (already grown by `margin`), indexed by primitive id.
@@ -102,10 +102,11 @@ impl SweptBoxes {
     /// A broad phase over these primitives; `eta1` is the thickness of the first penalty layer.
     pub fn new(
         edges: Vec<[u32; 2]>,
-        triangles: Vec<[u32; 3]>,
+        triangles: impl Into<TriangleList>,
         vertex_count: usize,
         eta1: f64,
     ) -> Self {
+        let triangles = triangles.into();
         let prims = vertex_count + edges.len() + triangles.len();
         let vertex_edges = Csr::from_pairs(
             vertex_count,

@@ -13,6 +13,10 @@ mod topology;
 mod validate;
 
 pub use csr::Csr;
+
+/// A triangle list (global vertex indices) shared read-only by the simulation, its broad
+/// phase and its contact topology: one copy in memory (12 bytes a triangle each otherwise).
+pub type TriangleList = std::sync::Arc<[[u32; 3]]>;
 pub(crate) use generators::seeded_unit;
 pub use generators::{bed_of_nails, cylinder, icosphere, lumpy_sphere, open_box, ribbon, sheet};
 pub use obj::{parse_obj, read_obj, write_obj, write_obj_positions, ObjGroup};
