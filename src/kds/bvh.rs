@@ -1,14 +1,15 @@
 //! One bounding volume hierarchy over every leaf of every object (thesis §5.3), so that
 //! object-object and self contact are found by the same traversal.
 //!
-//! Built once, top down and deterministically: the leaves' centroids are split at the median
+//! Built top down and deterministically: the leaves' centroids are split at the median
 //! along the longest axis of their bounds (ties broken by leaf id) until at most [`BUCKET`]
 //! leaves remain that are connected through shared vertices; those form one leaf node (a
 //! *bucket*), whose volume bounds them all. Leaves of different objects, or of two layers of
 //! one folded sheet, never share a bucket: a bucket's self pair stays open for good, so it must
-//! hold only neighbours that are close anyway. The
-//! topology never changes afterwards; only the volumes are refitted, bottom up, from the leaves'
-//! reference trajectories (see [`super::leaves`]).
+//! hold only neighbours that are close anyway. Between
+//! builds only the volumes are refitted, bottom up, from the leaves' reference trajectories (see
+//! [`super::leaves`]); the separation list builds a new hierarchy when refits have let it grow
+//! loose ([`Bvh::spread`]).
 //!
 //! Buckets keep the separation list small: a fine mesh's neighbouring triangles always overlap,
 //! so with one triangle per leaf node every vertex kept about 42 node pairs open or pending; a
@@ -249,6 +250,15 @@ impl<V: Volume> Bvh<V> {
             changed(p);
             n = p;
         }
+    }
+
+    /// The summed [`Volume::size`] of the internal nodes: it grows as leaves that were built
+    /// into one subtree drift apart (particles scattering), which a refit cannot undo.
+    pub fn spread(&self) -> f64 {
+        (0..self.child.len())
+            .filter(|&n| self.bucket(n as u32).is_none())
+            .map(|n| self.vol[n].size())
+            .sum()
     }
 
     /// Heap bytes held.

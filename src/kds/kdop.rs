@@ -140,6 +140,11 @@ pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
     /// The volume grown by `d` in every direction.
     fn inflate(&self, d: f64) -> Self;
 
+    /// How big the volume is at the horizon's end: the sum of its slab widths (k-DOPs) or its
+    /// diameter (spheres). Summed over a hierarchy's nodes, it measures how loose the
+    /// hierarchy has become ([`super::bvh::Bvh::spread`]).
+    fn size(&self) -> f64;
+
     /// Whether the union of the reference paths `a`, grown by `pad`, may overlap the union of
     /// the paths `b`, grown by `pad`, at some time in `[t, t_end]` (the vertex-triangle and
     /// edge-edge tests of [`super::leaves::References::near`]). Both slices are non-empty.
@@ -465,6 +470,10 @@ impl<const A: usize> Volume for Dop<A> {
         Some(to_times(lo, hi, t, t_end))
     }
 
+    fn size(&self) -> f64 {
+        (0..A).map(|j| self.hi[j] as f64 - self.lo[j] as f64).sum()
+    }
+
     fn inflate(&self, d: f64) -> Self {
         let mut out = *self;
         for j in 0..A {
@@ -690,6 +699,10 @@ impl Volume for Sphere {
 
     fn holds_point(&self, p: DVec3, margin: f64, s: f64, t_end: f64) -> bool {
         (p - self.centre_at(s, t_end)).length() <= self.radius as f64 - margin
+    }
+
+    fn size(&self) -> f64 {
+        2.0 * self.radius as f64
     }
 
     fn inflate(&self, d: f64) -> Self {

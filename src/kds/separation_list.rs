@@ -66,6 +66,8 @@ pub struct ListStats {
     /// Pairs re-timed at all-vertex events because their certificates were cut short there
     /// (`speed.short_circuit`).
     pub short_circuit_retimes: u64,
+    /// Hierarchies built after the first, because refits had let the last grow loose.
+    pub trees: u64,
 }
 
 /// Node pairs (structure of arrays, indexed by pair id).
@@ -153,7 +155,14 @@ pub struct SeparationList<V> {
     /// Axis orders of the node-pair tests and of the VT and EE feature-pair tests.
     pair_axes: AxisHint,
     near_axes: [AxisHint; 2],
+    /// [`Bvh::spread`] just after the hierarchy was built (`+inf` before the first rebuild).
+    built_spread: f64,
 }
+
+/// A rebuild replaces the hierarchy when refits have grown its [`Bvh::spread`] past this
+/// multiple of its spread when built: the internal volumes then hold leaves that have drifted
+/// apart, and the list holds many pairs that a fresh hierarchy would not need.
+const LOOSE_TREE: f64 = 2.0;
 
 /// Pairs per batch of the passes over many pairs (re-timing, handing over at a rebuild): big
 /// enough to keep both threads busy, small enough that the batch's scratch lists stay small
@@ -168,11 +177,7 @@ impl<V: Volume> SeparationList<V> {
     /// how far (cm) a vertex may stray from its reference before its leaves are refitted, and
     /// `eager` selects the collapse certificate (see the module docs).
     pub fn new(leaves: Leaves, state: &VertexState, eta1: f64, slack: f64, eager: bool) -> Self {
-        let centroids: Vec<_> = (0..leaves.len() as u32)
-            .map(|l| leaves.centroid(l, state, 0.0))
-            .collect();
-        let placeholder = V::fit(&[glam::DVec3::ZERO], &[glam::DVec3::ZERO], 0.0, 0.0, 0.0);
-        let bvh = Bvh::build(&centroids, |a, b| leaves.adjacent(a, b), placeholder);
+        let bvh = Self::build_tree(&leaves, state, 0.0);
         let nodes = bvh.len();
         Self {
             refs: References::new(state.len()),
@@ -204,7 +209,43 @@ impl<V: Volume> SeparationList<V> {
             audits: std::sync::atomic::AtomicU64::new(0),
             pair_axes: AxisHint::new(false),
             near_axes: [AxisHint::new(false), AxisHint::new(false)],
+            built_spread: f64::INFINITY,
         }
+    }
+
+    /// A hierarchy over the leaves' centroids at `t`.
+    fn build_tree(leaves: &Leaves, state: &VertexState, t: f64) -> Bvh<V> {
+        let centroids: Vec<_> = (0..leaves.len() as u32)
+            .map(|l| leaves.centroid(l, state, t))
+            .collect();
+        Bvh::build(
+            &centroids,
+            |a, b| leaves.adjacent(a, b),
+            Self::placeholder(),
+        )
+    }
+
+    /// The volume a new hierarchy's nodes hold until they are fitted.
+    fn placeholder() -> V {
+        V::fit(&[glam::DVec3::ZERO], &[glam::DVec3::ZERO], 0.0, 0.0, 0.0)
+    }
+
+    /// Replaces the hierarchy by one built over the leaves at `t` and empties the list, whose
+    /// pairs name the old nodes; the rebuild that follows starts again from the root's pair.
+    fn replace_tree(&mut self, state: &VertexState, t: f64) {
+        // The old list and hierarchy go first, so that the process never holds two.
+        self.pairs = Pairs::default();
+        self.free = Vec::new();
+        self.cut.clear();
+        self.queue.clear();
+        self.bvh = Bvh::build(&[], |_, _| false, Self::placeholder());
+        self.bvh = Self::build_tree(&self.leaves, state, t);
+        let nodes = self.bvh.len();
+        self.head = vec![NONE; nodes];
+        self.node_stamp = vec![0; nodes];
+        self.lost.clear();
+        (self.stats.apart, self.stats.open) = (0, 0);
+        self.stats.trees += 1;
     }
 
     /// Turns adaptive k-DOP axis ordering on or off (`speed.axis_ordering`; see [`AxisHint`]).
@@ -289,6 +330,14 @@ impl<V: Volume> SeparationList<V> {
         let grow = self.slack;
         self.bvh
             .refit_all(&self.leaves, &self.refs, (t, t_end), pad, grow);
+        if self.bvh.spread() > LOOSE_TREE * self.built_spread {
+            self.replace_tree(state, t);
+            self.bvh
+                .refit_all(&self.leaves, &self.refs, (t, t_end), pad, grow);
+        }
+        if self.pairs.a.is_empty() {
+            self.built_spread = self.bvh.spread();
+        }
         if self.pairs.a.is_empty() && !self.bvh.is_empty() && self.has_self_pair(0) {
             self.alloc(0, 0);
             self.stats.open += 1;
@@ -1075,5 +1124,51 @@ mod tests {
         for &k in &lost {
             assert!(!list.overlaps(k) || cross_pairs(&[k]) == 0);
         }
+    }
+
+    #[test]
+    fn a_hierarchy_grown_loose_is_replaced_by_the_one_a_new_list_would_build() {
+        // 0.5 apart, the sheets are split across x and z first: most subtrees hold both.
+        let (leaves, mut state) = two_sheets(0.5, 0.0);
+        let mut list = SeparationList::<Dop18>::new(leaves, &state, 0.1, 0.025, true);
+        list.rebuild(&state, 0.0, 1.0, &mut |_| {});
+        // The upper sheet flies 40 along x in the first second, then stops.
+        let upper: Vec<u32> = (16..32).collect();
+        for &v in &upper {
+            state.v[v as usize] = DVec3::new(40.0, 0.0, 0.0);
+        }
+        list.update(&state, 0.0, &upper, &mut |_| {});
+        let mut t = list.next_failure_time();
+        while t < 1.0 {
+            list.advance(t, &mut |_| {}, &mut |_| {});
+            list.audit(&state, t).unwrap();
+            t = list.next_failure_time();
+        }
+        for &v in &upper {
+            let i = v as usize;
+            (state.x[i], state.t[i], state.v[i]) = (state.position_at(i, 1.0), 1.0, DVec3::ZERO);
+        }
+        assert_eq!(list.stats().trees, 0);
+        let mut found = Vec::new();
+        list.rebuild(&state, 1.0, 2.0, &mut |k| found.push(k));
+        assert_eq!(
+            list.stats().trees,
+            1,
+            "the sheets' common subtree grew loose"
+        );
+        list.audit(&state, 1.0).unwrap();
+        // A list built anew over the moved sheets holds the same pairs and hands over the same
+        // feature pairs.
+        let (leaves, _) = two_sheets(0.5, 0.0);
+        let mut fresh = SeparationList::<Dop18>::new(leaves, &state, 0.1, 0.025, true);
+        let mut fresh_found = Vec::new();
+        fresh.rebuild(&state, 1.0, 2.0, &mut |k| fresh_found.push(k));
+        assert_eq!(found, fresh_found);
+        let counts = |l: &SeparationList<Dop18>| (l.stats().apart, l.stats().open);
+        assert_eq!(counts(&list), counts(&fresh));
+        assert_eq!(list.bvh.spread(), fresh.bvh.spread());
+        // Another rebuild with nothing moved keeps the new hierarchy.
+        list.rebuild(&state, 2.0, 3.0, &mut |_| {});
+        assert_eq!(list.stats().trees, 1);
     }
 }
