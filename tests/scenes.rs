@@ -458,6 +458,37 @@ fn particle_box_energy_decays_more_slowly_for_larger_cor() {
     assert!(left[0] < left[1] && left[1] < left[2], "{left:?}");
 }
 
+/// 125 shells scatter through the box for 0.1 s: the separation list's hierarchy grows loose
+/// and is replaced mid-run (issue 4). The run is audited after every event and every frame is
+/// checked; the frames are bit-identical to the swept boxes', which keep no hierarchy.
+#[test]
+fn a_scattering_box_replaces_its_hierarchy_and_keeps_the_same_frames() {
+    let overrides = |broad_phase: &str| {
+        sets(&[
+            ("scene.duration", "0.1"),
+            ("scene.frame_interval", "0.01"),
+            ("object.shell.replicate.count", "[5, 5, 5]"),
+            ("contact.broad_phase", broad_phase),
+        ])
+    };
+    let listed = run("particle_box", &overrides("\"kdop18\""));
+    let contact = listed.sim.stats().contact.clone().unwrap();
+    let list = contact.broad_phase.list.unwrap();
+    assert!(list.trees >= 1, "the hierarchy was never replaced");
+    assert!(contact.deepest_layer >= 1, "no contact");
+    let path = profiles_dir().join("particle_box.toml");
+    let scene = profile::load(&path, &overrides("\"swept_boxes\"")).unwrap();
+    let mut sim = Simulation::new(&scene).unwrap();
+    let mut swept = Positions(Vec::new());
+    sim.run_until(scene.duration, &mut swept)
+        .expect("the run succeeds");
+    assert_eq!(swept.0.len(), 11, "a frame every 0.01 s");
+    assert!(
+        swept.0 == listed.positions,
+        "the broad phase changed a frame"
+    );
+}
+
 /// How far the sludge moved downhill in a shortened run with friction `mu`: the mean x travel
 /// of its 16 grains (the furthest grain alone is decided by whichever one rolls, and flipped
 /// with a 0.09% change of gravity's clock).
