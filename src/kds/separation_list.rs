@@ -434,9 +434,11 @@ impl<V: Volume> SeparationList<V> {
                         }
                     });
             }
+            // Re-timed a batch at a time as they are listed: after a whole-mesh kick nearly every
+            // pair is, and a list of them all would be the largest array of the run.
             let mut pairs = std::mem::take(&mut self.scratch_pairs);
             pairs.clear();
-            for &n in &changed {
+            for (i, &n) in changed.iter().enumerate() {
                 let mut e = self.head[n as usize];
                 while e != NONE {
                     let (p, side) = (e >> 1, (e & 1) as usize);
@@ -447,9 +449,12 @@ impl<V: Volume> SeparationList<V> {
                     }
                     e = self.pairs.next[p as usize][side];
                 }
+                if pairs.len() >= BATCH || i + 1 == changed.len() {
+                    self.stats.retimes += pairs.len() as u64;
+                    self.schedule_batch(&pairs, t);
+                    pairs.clear();
+                }
             }
-            self.stats.retimes += pairs.len() as u64;
-            self.schedule_batch(&pairs, t);
             self.scratch_pairs = pairs;
             self.scratch_nodes = changed;
             self.process_due(t, found);
