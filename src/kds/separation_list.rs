@@ -333,13 +333,15 @@ impl<V: Volume> SeparationList<V> {
         let grow = self.slack;
         self.bvh
             .refit_all(&self.leaves, &self.refs, (t, t_end), pad, grow);
-        if self.bvh.spread() > LOOSE_TREE * self.built_spread {
+        let mut spread = self.bvh.spread();
+        if spread > LOOSE_TREE * self.built_spread {
             self.replace_tree(state, t);
             self.bvh
                 .refit_all(&self.leaves, &self.refs, (t, t_end), pad, grow);
+            spread = self.bvh.spread();
         }
         if self.pairs.a.is_empty() {
-            self.built_spread = self.bvh.spread();
+            self.built_spread = spread;
         }
         if self.pairs.a.is_empty() && !self.bvh.is_empty() && self.has_self_pair(0) {
             self.alloc(0, 0);
