@@ -53,6 +53,10 @@ const PARALLEL_TICK: usize = 256;
 /// Reschedules of at least this many certificates compute their failure times on the pool.
 const PARALLEL_RESCHEDULE: usize = 512;
 
+/// Pairs re-timed per chunk of [`Contact::reschedule`]: bounds its scratch of new slabs (144
+/// bytes a pair) while leaving each parallel chunk many times [`PARALLEL_RESCHEDULE`].
+const RESCHEDULE_CHUNK: usize = 8192;
+
 /// Contact statistics for `stats.json`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct ContactStats {
@@ -536,50 +540,56 @@ impl Contact {
 
     /// Re-times the slabs of `ids` for the new velocities at `t`: failure times are computed in
     /// parallel for large batches, then applied to the queue as one batch in `ids` order.
+    ///
+    /// The new slabs are computed [`RESCHEDULE_CHUNK`] pairs at a time, so that the scratch
+    /// holds one chunk's slabs, not one for every pair of a whole-mesh event.
     fn reschedule(&mut self, ids: &[u32], state: &VertexState, t: f64, queue: &mut EventQueue) {
         self.stats.reschedules += ids.len() as u64;
         let mut retimed = std::mem::take(&mut self.retimed);
-        let this = &*self;
-        if ids.len() >= PARALLEL_RESCHEDULE {
-            ids.par_iter()
-                .map(|&id| this.retime(id, state, t))
-                .collect_into_vec(&mut retimed);
-        } else {
-            retimed.clear();
-            retimed.extend(ids.iter().map(|&id| this.retime(id, state, t)));
-        }
         let mut updates = std::mem::take(&mut self.updates);
         updates.clear();
-        for (&id, r) in ids.iter().zip(&retimed) {
-            let Some(Retimed {
-                slab,
-                when,
-                budget,
-                breach,
-            }) = *r
-            else {
-                continue;
-            };
-            self.stats.retimes += 1;
-            let i = id as usize;
-            if breach && self.breach.is_none() {
-                let due = queue
-                    .time_of(self.pairs.cert[i])
-                    .is_some_and(|due| due <= t);
-                if !due {
-                    self.breach = Some(format!(
-                        "the slab of pair {:?} (layer {}) no longer holds",
-                        self.pairs.key[i], self.pairs.certified[i]
-                    ));
-                }
+        for chunk in ids.chunks(RESCHEDULE_CHUNK) {
+            let this = &*self;
+            if chunk.len() >= PARALLEL_RESCHEDULE {
+                chunk
+                    .par_iter()
+                    .map(|&id| this.retime(id, state, t))
+                    .collect_into_vec(&mut retimed);
+            } else {
+                retimed.clear();
+                retimed.extend(chunk.iter().map(|&id| this.retime(id, state, t)));
             }
-            self.pairs.slab[i] = Some(slab);
-            self.pairs.slab_time[i] = t;
-            self.pairs.budget[i] = budget;
-            match self.queued_time(when) {
-                Some(when) => updates.push((self.pairs.cert[i], when)),
-                None => {
-                    queue.remove(self.pairs.cert[i]);
+            for (&id, r) in chunk.iter().zip(&retimed) {
+                let Some(Retimed {
+                    slab,
+                    when,
+                    budget,
+                    breach,
+                }) = *r
+                else {
+                    continue;
+                };
+                self.stats.retimes += 1;
+                let i = id as usize;
+                if breach && self.breach.is_none() {
+                    let due = queue
+                        .time_of(self.pairs.cert[i])
+                        .is_some_and(|due| due <= t);
+                    if !due {
+                        self.breach = Some(format!(
+                            "the slab of pair {:?} (layer {}) no longer holds",
+                            self.pairs.key[i], self.pairs.certified[i]
+                        ));
+                    }
+                }
+                self.pairs.slab[i] = Some(slab);
+                self.pairs.slab_time[i] = t;
+                self.pairs.budget[i] = budget;
+                match self.queued_time(when) {
+                    Some(when) => updates.push((self.pairs.cert[i], when)),
+                    None => {
+                        queue.remove(self.pairs.cert[i]);
+                    }
                 }
             }
         }
