@@ -26,7 +26,7 @@ fn mark(stamps: &[AtomicU32], id: u32, epoch: u32) -> bool {
 /// Vertex -> supported certificates, plus the epoch stamps that deduplicate a kick's set.
 #[derive(Debug, Default)]
 pub(super) struct Contingency {
-    supports: Vec<Vec<u32>>,
+    supports: SupportLists,
     stamps: Vec<AtomicU32>,
     epoch: u32,
 }
@@ -35,7 +35,7 @@ impl Contingency {
     /// A graph over `vertices` vertices with no certificates.
     pub(super) fn new(vertices: usize) -> Self {
         Self {
-            supports: vec![Vec::new(); vertices],
+            supports: SupportLists::new(vertices),
             stamps: Vec::new(),
             epoch: 0,
         }
@@ -47,17 +47,14 @@ impl Contingency {
             self.stamps.push(AtomicU32::new(0));
         }
         for &v in verts {
-            self.supports[v as usize].push(id);
+            self.supports.add(v, id);
         }
     }
 
     /// Forgets certificate `id` (it depended on `verts`).
     pub(super) fn remove(&mut self, id: u32, verts: &[u32]) {
         for &v in verts {
-            let list = &mut self.supports[v as usize];
-            if let Some(k) = list.iter().position(|&p| p == id) {
-                list.swap_remove(k);
-            }
+            self.supports.remove(v, id);
         }
     }
 
@@ -69,12 +66,7 @@ impl Contingency {
         let (supports, stamps, epoch) = (&self.supports, &self.stamps[..], self.epoch);
         let collect = |chunk: &[u32], local: &mut Vec<u32>| {
             for &v in chunk {
-                local.extend(
-                    supports[v as usize]
-                        .iter()
-                        .copied()
-                        .filter(|&id| mark(stamps, id, epoch)),
-                );
+                local.extend(supports.of(v).filter(|&id| mark(stamps, id, epoch)));
             }
         };
         if vertices.len() >= PARALLEL_MARK {
@@ -107,9 +99,161 @@ impl Contingency {
     }
 }
 
+/// Marks an empty slot of a [`Block`] and the end of a block chain.
+const EMPTY: u32 = u32::MAX;
+
+/// Certificate ids a block holds.
+const BLOCK_IDS: usize = 7;
+
+/// Up to [`BLOCK_IDS`] certificate ids of one vertex (`EMPTY` where none) and the next block of
+/// its chain: 32 bytes.
+#[derive(Clone, Copy, Debug)]
+struct Block {
+    ids: [u32; BLOCK_IDS],
+    next: u32,
+}
+
+/// Every vertex's list of supported certificates, as chains of fixed-size blocks in one pool.
+///
+/// A vertex costs one `u32` (its chain's first block) until it supports a certificate, where a
+/// `Vec` a vertex would cost its 24-byte header and a heap allocation of its own. Blocks emptied
+/// by removals go to a free chain and are reused. The order of a vertex's ids is not kept
+/// (callers sort what they collect).
+#[derive(Debug, Default)]
+struct SupportLists {
+    head: Vec<u32>,
+    blocks: Vec<Block>,
+    /// First block of the chain of free blocks.
+    free: u32,
+}
+
+impl SupportLists {
+    /// Empty lists for `vertices` vertices.
+    fn new(vertices: usize) -> Self {
+        Self {
+            head: vec![EMPTY; vertices],
+            blocks: Vec::new(),
+            free: EMPTY,
+        }
+    }
+
+    /// The blocks of vertex `v`'s chain, first to last.
+    fn chain(&self, v: u32) -> impl Iterator<Item = u32> + '_ {
+        let first = self.head[v as usize];
+        std::iter::successors((first != EMPTY).then_some(first), move |&b| {
+            let next = self.blocks[b as usize].next;
+            (next != EMPTY).then_some(next)
+        })
+    }
+
+    /// The certificates vertex `v` supports, each as often as it was added.
+    fn of(&self, v: u32) -> impl Iterator<Item = u32> + '_ {
+        self.chain(v).flat_map(move |b| {
+            self.blocks[b as usize]
+                .ids
+                .into_iter()
+                .filter(|&id| id != EMPTY)
+        })
+    }
+
+    /// Adds `id` to vertex `v`'s list: into the first empty slot of its chain, or a new first
+    /// block.
+    fn add(&mut self, v: u32, id: u32) {
+        debug_assert_ne!(id, EMPTY);
+        let slot = self.chain(v).find_map(|b| {
+            let k = self.blocks[b as usize]
+                .ids
+                .iter()
+                .position(|&x| x == EMPTY)?;
+            Some((b, k))
+        });
+        if let Some((b, k)) = slot {
+            self.blocks[b as usize].ids[k] = id;
+            return;
+        }
+        let block = Block {
+            ids: std::array::from_fn(|k| if k == 0 { id } else { EMPTY }),
+            next: self.head[v as usize],
+        };
+        let b = if self.free == EMPTY {
+            self.blocks.push(block);
+            (self.blocks.len() - 1) as u32
+        } else {
+            let b = self.free;
+            self.free = self.blocks[b as usize].next;
+            self.blocks[b as usize] = block;
+            b
+        };
+        self.head[v as usize] = b;
+    }
+
+    /// Removes one occurrence of `id` from vertex `v`'s list (if listed); a block left empty
+    /// leaves the chain for the free chain.
+    fn remove(&mut self, v: u32, id: u32) {
+        let mut prev = EMPTY;
+        let mut b = self.head[v as usize];
+        while b != EMPTY {
+            let block = &mut self.blocks[b as usize];
+            let next = block.next;
+            if let Some(k) = block.ids.iter().position(|&x| x == id) {
+                block.ids[k] = EMPTY;
+                if block.ids.iter().all(|&x| x == EMPTY) {
+                    if prev == EMPTY {
+                        self.head[v as usize] = next;
+                    } else {
+                        self.blocks[prev as usize].next = next;
+                    }
+                    self.blocks[b as usize].next = self.free;
+                    self.free = b;
+                }
+                return;
+            }
+            prev = b;
+            b = next;
+        }
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn support_lists_reuse_emptied_blocks_and_keep_every_occurrence() {
+        let mut lists = SupportLists::new(3);
+        let sorted = |lists: &SupportLists, v| {
+            let mut ids: Vec<u32> = lists.of(v).collect();
+            ids.sort_unstable();
+            ids
+        };
+        for id in 0..20 {
+            lists.add(1, id);
+        }
+        lists.add(2, 5);
+        lists.add(2, 5);
+        assert_eq!(sorted(&lists, 1), (0..20).collect::<Vec<_>>());
+        assert_eq!(
+            sorted(&lists, 2),
+            vec![5, 5],
+            "a certificate listed twice stays twice"
+        );
+        assert!(sorted(&lists, 0).is_empty());
+        let blocks = lists.blocks.len();
+        assert_eq!(blocks, 3 + 1);
+        for id in 0..14 {
+            lists.remove(1, id);
+        }
+        lists.remove(1, 99);
+        assert_eq!(sorted(&lists, 1), (14..20).collect::<Vec<_>>());
+        for id in 100..114 {
+            lists.add(0, id);
+        }
+        assert_eq!(lists.blocks.len(), blocks, "emptied blocks are reused");
+        assert_eq!(sorted(&lists, 0), (100..114).collect::<Vec<_>>());
+        assert_eq!(sorted(&lists, 1), (14..20).collect::<Vec<_>>());
+        lists.remove(2, 5);
+        assert_eq!(sorted(&lists, 2), vec![5]);
+    }
 
     #[test]
     fn a_kick_collects_each_supported_certificate_once_in_id_order() {
