@@ -8,5 +8,5 @@
 mod queue;
 mod table;
 
-pub use queue::EventQueue;
+pub use queue::{DenseSlots, EventQueue, Slots, SparseSlots};
 pub use table::{EventHandle, EventKind, EventTable, StaleHandle};

@@ -1,5 +1,7 @@
 //! The event queue: an indexed D-ary min-heap keyed by (time, id).
 
+use hashbrown::HashMap;
+
 use crate::ids::EventId;
 
 /// Position-array marker for "this id is not in the heap".
@@ -53,13 +55,101 @@ impl Entry {
     }
 }
 
+/// Where an [`EventQueue`] keeps the heap slot of each queued id.
+pub trait Slots: Clone + std::fmt::Debug + Default {
+    /// Room for ids below `n` without growing.
+    fn with_capacity(n: usize) -> Self;
+    /// The slot of `id`, or `u32::MAX` if it is not queued.
+    fn get(&self, id: u32) -> u32;
+    /// Makes room for `id` before it is queued.
+    fn prepare(&mut self, id: u32);
+    /// Sets the slot of queued `id` (prepared).
+    fn set(&mut self, id: u32, slot: u32);
+    /// Marks `id` as not queued.
+    fn unset(&mut self, id: u32);
+    /// How many ids are marked queued (for [`EventQueue::check_invariants`]).
+    fn queued(&self) -> usize;
+}
+
+/// Slots in an array indexed by id: no hashing, and memory for every id up to the largest ever
+/// queued. For ids that are mostly queued (the engine's events).
+#[derive(Clone, Debug, Default)]
+pub struct DenseSlots(Vec<u32>);
+
+impl Slots for DenseSlots {
+    fn with_capacity(n: usize) -> Self {
+        Self(vec![NONE; n])
+    }
+
+    #[inline(always)]
+    fn get(&self, id: u32) -> u32 {
+        self.0.get(id as usize).copied().unwrap_or(NONE)
+    }
+
+    #[inline]
+    fn prepare(&mut self, id: u32) {
+        if id as usize >= self.0.len() {
+            // Amortised growth: `resize` reallocates geometrically.
+            self.0.resize(id as usize + 1, NONE);
+        }
+    }
+
+    #[inline(always)]
+    fn set(&mut self, id: u32, slot: u32) {
+        self.0[id as usize] = slot;
+    }
+
+    #[inline(always)]
+    fn unset(&mut self, id: u32) {
+        self.0[id as usize] = NONE;
+    }
+
+    fn queued(&self) -> usize {
+        self.0.iter().filter(|&&p| p != NONE).count()
+    }
+}
+
+/// Slots in a hash map: memory for the queued ids only. For a queue that holds few of many ids
+/// at a time (the separation list queues a few thousand of its millions of pair ids, where an
+/// array indexed by pair id would cost 4 bytes a pair).
+#[derive(Clone, Debug, Default)]
+pub struct SparseSlots(HashMap<u32, u32>);
+
+impl Slots for SparseSlots {
+    fn with_capacity(n: usize) -> Self {
+        Self(HashMap::with_capacity(n))
+    }
+
+    #[inline(always)]
+    fn get(&self, id: u32) -> u32 {
+        self.0.get(&id).copied().unwrap_or(NONE)
+    }
+
+    #[inline(always)]
+    fn prepare(&mut self, _id: u32) {}
+
+    #[inline(always)]
+    fn set(&mut self, id: u32, slot: u32) {
+        self.0.insert(id, slot);
+    }
+
+    #[inline(always)]
+    fn unset(&mut self, id: u32) {
+        self.0.remove(&id);
+    }
+
+    fn queued(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// The priority queue of pending events: an indexed D-ary min-heap over [`EventId`]s.
 ///
 /// Layout: `heap` is an implicit D-ary tree in one array of 16-byte entries
 /// `{ key: u64, id: u32 }` (children of slot `i` are `D*i + 1 ..= D*i + D`), where `key` is the
 /// event time mapped to an order-preserving `u64` bit pattern; comparisons are integer compares
-/// on `(key, id)`, so the D children of a slot are one or two cache lines. `pos` is indexed by
-/// event id: `pos[id]` is the id's slot in `heap`, or `u32::MAX` if the id is not queued. It makes
+/// on `(key, id)`, so the D children of a slot are one or two cache lines. `pos` ([`Slots`]:
+/// an array indexed by id by default, or a hash map) gives each queued id's slot in `heap`. It makes
 /// [`contains`](Self::contains) and [`time_of`](Self::time_of) O(1) and
 /// [`update`](Self::update) and [`remove`](Self::remove) O(log n).
 ///
@@ -75,18 +165,18 @@ impl Entry {
 /// development VM `benches/queue.rs` measured 8 about 25% faster than 4 at 10^6 events and
 /// 20% faster at 10^4, and 2 clearly slower (see `benches/README.md`).
 #[derive(Clone, Debug)]
-pub struct EventQueue<const D: usize = 8> {
+pub struct EventQueue<const D: usize = 8, S = DenseSlots> {
     heap: Vec<Entry>,
-    pos: Vec<u32>,
+    pos: S,
 }
 
-impl<const D: usize> Default for EventQueue<D> {
+impl<const D: usize, S: Slots> Default for EventQueue<D, S> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<const D: usize> EventQueue<D> {
+impl<const D: usize, S: Slots> EventQueue<D, S> {
     const ARITY_OK: () = assert!(D >= 2, "EventQueue arity D must be at least 2");
 
     /// An empty queue.
@@ -95,7 +185,7 @@ impl<const D: usize> EventQueue<D> {
         let () = Self::ARITY_OK;
         Self {
             heap: Vec::new(),
-            pos: Vec::new(),
+            pos: S::default(),
         }
     }
 
@@ -103,7 +193,7 @@ impl<const D: usize> EventQueue<D> {
     pub fn with_capacity(n: usize) -> Self {
         let mut q = Self::new();
         q.heap.reserve(n);
-        q.pos.resize(n, NONE);
+        q.pos = S::with_capacity(n);
         q
     }
 
@@ -140,7 +230,7 @@ impl<const D: usize> EventQueue<D> {
         if slot == NONE {
             return false;
         }
-        self.pos[id.index()] = NONE;
+        self.pos.unset(id.0);
         let slot = slot as usize;
         let last = self
             .heap
@@ -162,7 +252,7 @@ impl<const D: usize> EventQueue<D> {
     pub fn pop(&mut self) -> Option<(EventId, f64)> {
         let top = *self.heap.first()?;
         let last = self.heap.pop().expect("non-empty");
-        self.pos[top.id() as usize] = NONE;
+        self.pos.unset(top.id());
         if !self.heap.is_empty() {
             self.sift_down(0, last);
         }
@@ -207,7 +297,7 @@ impl<const D: usize> EventQueue<D> {
     /// Removes every event, keeping the allocated memory. O(len).
     pub fn clear(&mut self) {
         for e in &self.heap {
-            self.pos[e.id() as usize] = NONE;
+            self.pos.unset(e.id());
         }
         self.heap.clear();
     }
@@ -239,7 +329,7 @@ impl<const D: usize> EventQueue<D> {
                     self.ensure_pos(id);
                     let slot = self.heap.len();
                     debug_assert!(slot < NONE as usize);
-                    self.pos[id.index()] = slot as u32;
+                    self.pos.set(id.0, slot as u32);
                     self.heap.push(e);
                 }
                 s => self.heap[s as usize] = e,
@@ -250,20 +340,10 @@ impl<const D: usize> EventQueue<D> {
 
     /// Checks the heap order and the consistency of the position array; panics on a violation.
     ///
-    /// O(len + largest id). For tests and debugging.
+    /// O(len + largest id) with [`DenseSlots`]. For tests and debugging.
     pub fn check_invariants(&self) {
         for (i, e) in self.heap.iter().enumerate() {
-            assert!(
-                (e.id() as usize) < self.pos.len(),
-                "id {} beyond pos array",
-                e.id()
-            );
-            assert_eq!(
-                self.pos[e.id() as usize] as usize,
-                i,
-                "pos[{}] != slot",
-                e.id()
-            );
+            assert_eq!(self.pos.get(e.id()) as usize, i, "pos[{}] != slot", e.id());
             assert!(!key_to_time(e.key()).is_nan(), "NaN time in heap");
             if i > 0 {
                 let p = (i - 1) / D;
@@ -273,7 +353,7 @@ impl<const D: usize> EventQueue<D> {
                 );
             }
         }
-        let queued = self.pos.iter().filter(|&&p| p != NONE).count();
+        let queued = self.pos.queued();
         assert_eq!(
             queued,
             self.heap.len(),
@@ -283,16 +363,13 @@ impl<const D: usize> EventQueue<D> {
 
     #[inline(always)]
     fn slot_of(&self, id: EventId) -> u32 {
-        self.pos.get(id.index()).copied().unwrap_or(NONE)
+        self.pos.get(id.0)
     }
 
     #[inline]
     fn ensure_pos(&mut self, id: EventId) {
         debug_assert!(id.is_valid(), "EventId::INVALID cannot be queued");
-        if id.index() >= self.pos.len() {
-            // Amortised growth: `resize` reallocates geometrically.
-            self.pos.resize(id.index() + 1, NONE);
-        }
+        self.pos.prepare(id.0);
     }
 
     /// Places `e` at `i` or above, moving larger ancestors down into the hole.
@@ -305,11 +382,11 @@ impl<const D: usize> EventQueue<D> {
                 break;
             }
             self.heap[i] = pe;
-            self.pos[pe.id() as usize] = i as u32;
+            self.pos.set(pe.id(), i as u32);
             i = p;
         }
         self.heap[i] = e;
-        self.pos[e.id() as usize] = i as u32;
+        self.pos.set(e.id(), i as u32);
     }
 
     /// Places `e` at `i` or below, moving smaller children up into the hole.
@@ -345,11 +422,11 @@ impl<const D: usize> EventQueue<D> {
                 break;
             }
             self.heap[i] = ce;
-            self.pos[ce.id() as usize] = i as u32;
+            self.pos.set(ce.id(), i as u32);
             i = c;
         }
         self.heap[i] = e;
-        self.pos[e.id() as usize] = i as u32;
+        self.pos.set(e.id(), i as u32);
     }
 
     /// Restores heap order over the whole array (Floyd's bottom-up construction, O(len)).
@@ -371,7 +448,7 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeSet;
 
-    fn drain<const D: usize>(q: &mut EventQueue<D>) -> Vec<(u32, f64)> {
+    fn drain<const D: usize, S: Slots>(q: &mut EventQueue<D, S>) -> Vec<(u32, f64)> {
         let mut out = Vec::new();
         while let Some((id, t)) = q.pop() {
             q.check_invariants();
@@ -552,8 +629,8 @@ mod tests {
         EventQueue::<4>::new().push(EventId(0), f64::NAN);
     }
 
-    fn batch_matches_sequential<const D: usize>(n: u32, batch: usize) {
-        let mut a = EventQueue::<D>::new();
+    fn batch_matches_sequential<const D: usize, S: Slots>(n: u32, batch: usize) {
+        let mut a = EventQueue::<D, S>::new();
         let mut x: u64 = 99;
         let mut rnd = move || {
             x ^= x << 13;
@@ -592,9 +669,10 @@ mod tests {
     #[test]
     fn update_batch_equals_sequential() {
         for &(n, batch) in &[(0u32, 0usize), (0, 5), (1000, 3), (1000, 400), (200, 2000)] {
-            batch_matches_sequential::<2>(n, batch);
-            batch_matches_sequential::<4>(n, batch);
-            batch_matches_sequential::<8>(n, batch);
+            batch_matches_sequential::<2, DenseSlots>(n, batch);
+            batch_matches_sequential::<4, DenseSlots>(n, batch);
+            batch_matches_sequential::<8, DenseSlots>(n, batch);
+            batch_matches_sequential::<8, SparseSlots>(n, batch);
         }
     }
 
@@ -660,8 +738,8 @@ mod tests {
         a.map(|(i, t)| (i, t.to_bits())) == b.map(|(i, t)| (i, t.to_bits()))
     }
 
-    fn run_model<const D: usize>(ops: &[Op]) -> Result<(), TestCaseError> {
-        let mut q = EventQueue::<D>::new();
+    fn run_model<const D: usize, S: Slots>(ops: &[Op]) -> Result<(), TestCaseError> {
+        let mut q = EventQueue::<D, S>::new();
         let mut m = Model::default();
         for op in ops {
             match op {
@@ -707,10 +785,12 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(256))]
         #[test]
         fn matches_reference_model(ops in prop::collection::vec(op(), 0..200)) {
-            run_model::<2>(&ops)?;
-            run_model::<3>(&ops)?;
-            run_model::<4>(&ops)?;
-            run_model::<8>(&ops)?;
+            run_model::<2, DenseSlots>(&ops)?;
+            run_model::<3, DenseSlots>(&ops)?;
+            run_model::<4, DenseSlots>(&ops)?;
+            run_model::<8, DenseSlots>(&ops)?;
+            run_model::<2, SparseSlots>(&ops)?;
+            run_model::<8, SparseSlots>(&ops)?;
         }
     }
 }

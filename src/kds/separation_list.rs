@@ -36,7 +36,7 @@ use super::kdop::{after, AxisHint, Volume, FIXED_AXES};
 use super::leaves::{Leaves, References, NONE};
 use super::swept_boxes::PairKey;
 use super::PAR_MIN_LEN;
-use crate::events::EventQueue;
+use crate::events::{EventQueue, SparseSlots};
 use crate::ids::EventId;
 use crate::state::VertexState;
 use rayon::prelude::*;
@@ -136,7 +136,9 @@ pub struct SeparationList<V> {
     free: Vec<u32>,
     /// Per node: the first entry of its pair list.
     head: Vec<u32>,
-    queue: EventQueue,
+    /// Certificates by pair id: a few thousand of millions of ids are queued at a time, so the
+    /// slots sit in a hash map rather than an array over every pair id.
+    queue: EventQueue<8, SparseSlots>,
     /// Feature pairs taken back since the engine last asked.
     lost: Vec<PairKey>,
     node_stamp: Vec<u32>,
