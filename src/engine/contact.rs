@@ -100,15 +100,16 @@ struct Pairs {
     /// `[a0, a1, a2, b0, b1, b2]` for a triangle pair.
     verts: Vec<[u32; 6]>,
     /// For a triangle pair, the number of triangle pairs each of its feature pairs lies in
-    /// ([`TriangleTopology::multiplicities`]); unused for a feature pair.
+    /// ([`TriangleTopology::multiplicities`]); unused for a feature pair, and empty (30 bytes a
+    /// pair saved) without triangle-pair contact.
     multiplicity: Vec<[u16; 15]>,
     /// The layer the slab certifies; layers below it are active.
     certified: Vec<u32>,
     slab: Vec<Option<Slab>>,
     /// Time at which `slab.point` is exact.
     slab_time: Vec<f64>,
-    /// The fuzzy-trajectory budget the slab was scheduled with ([`no_budget`] without fuzzy
-    /// trajectories; a feature pair uses the first four).
+    /// The fuzzy-trajectory budget the slab was scheduled with (a feature pair uses the first
+    /// four); empty (48 bytes a pair saved) without fuzzy trajectories.
     budget: Vec<ClosingBudget<6>>,
     /// The slab-failure event.
     cert: Vec<EventId>,
@@ -116,6 +117,15 @@ struct Pairs {
     active: Vec<u32>,
     /// Whether the slot is in use.
     live: Vec<bool>,
+}
+
+impl Pairs {
+    /// Records pair `i`'s fuzzy-trajectory budget (nothing to keep without fuzzy trajectories).
+    fn set_budget(&mut self, i: usize, budget: ClosingBudget<6>) {
+        if let Some(slot) = self.budget.get_mut(i) {
+            *slot = budget;
+        }
+    }
 }
 
 /// Contact state and its events (see the module docs).
@@ -412,11 +422,15 @@ impl Contact {
                 let p = &mut self.pairs;
                 p.key.push(key);
                 p.verts.push(verts);
-                p.multiplicity.push([0; 15]);
+                if self.triangle_pairs.is_some() {
+                    p.multiplicity.push([0; 15]);
+                }
                 p.certified.push(1);
                 p.slab.push(None);
                 p.slab_time.push(t);
-                p.budget.push(no_budget());
+                if self.quality_loss.is_some() {
+                    p.budget.push(no_budget());
+                }
                 p.cert.push(EventId::INVALID);
                 p.active.push(0);
                 p.live.push(false);
@@ -486,7 +500,7 @@ impl Contact {
         let (dt, budget) = slab.map_or((0.0, no_budget()), |s| {
             motion.schedule(&s, self.quality_loss)
         });
-        self.pairs.budget[i] = budget;
+        self.pairs.set_budget(i, budget);
         self.schedule_cert(id, t + dt, queue);
     }
 
@@ -584,7 +598,7 @@ impl Contact {
                 }
                 self.pairs.slab[i] = Some(slab);
                 self.pairs.slab_time[i] = t;
-                self.pairs.budget[i] = budget;
+                self.pairs.set_budget(i, budget);
                 match self.queued_time(when) {
                     Some(when) => updates.push((self.pairs.cert[i], when)),
                     None => {
