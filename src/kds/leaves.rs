@@ -369,10 +369,7 @@ pub struct References {
 impl References {
     /// References for `n` vertices (all at the origin until [`reset_all`](Self::reset_all)).
     pub fn new(n: usize) -> Self {
-        let still = Path {
-            end: DVec3::ZERO,
-            vel: DVec3::ZERO,
-        };
+        let still = Path::new(DVec3::ZERO, DVec3::ZERO);
         Self {
             paths: vec![still; n],
         }
@@ -400,10 +397,7 @@ impl References {
     /// Vertex `v`'s current trajectory as a path over a horizon ending at `t_end`.
     #[inline]
     fn current(state: &VertexState, v: usize, t_end: f64) -> Path {
-        Path {
-            end: state.position_at(v, t_end),
-            vel: state.v[v],
-        }
+        Path::new(state.position_at(v, t_end), state.v[v])
     }
 
     /// Whether the two primitives of `key` may come within `eta1` before `t_end`: the unions
