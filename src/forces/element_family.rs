@@ -39,8 +39,12 @@ pub trait ElementKernel<const N: usize>: Sync {
         Self: Sized;
     /// Impulses of one tick of length `h` for element `e` at positions `p`, given the damping
     /// memory `memory` (the element's length or angle at its previous tick). Returns the impulses
-    /// and the new memory value.
+    /// and the new memory value. An element with zero damping must give impulses that do not
+    /// depend on `memory` (up to the sign of zeros), since an undamped family keeps none.
     fn tick(&self, e: usize, p: [DVec3; N], memory: f64, h: f64) -> ([DVec3; N], f64);
+    /// Whether any element has a nonzero damping coefficient (otherwise the family keeps no
+    /// damping memory).
+    fn damped(&self) -> bool;
     /// Elastic potential energy of element `e` at positions `p`.
     fn energy(&self, e: usize, p: [DVec3; N]) -> f64;
     /// The damping memory of element `e` at positions `p` (its current length or angle).
@@ -68,6 +72,10 @@ pub trait ElementKernel<const N: usize>: Sync {
         shares
     }
 }
+
+/// The memory an undamped family's elements are ticked with (any finite value gives the same
+/// impulses).
+const UNDAMPED_MEMORY: f64 = 0.0;
 
 /// Binned families have at most this many bins; elements slower than the last bin's clock tick
 /// at it (2^15 times the family's smallest clock).
@@ -127,7 +135,8 @@ struct Chunk {
 pub struct ElementFamily<const N: usize, K> {
     /// The element parameters and physics.
     pub kernel: K,
-    /// Per element: its length or angle at its previous tick (position-based damping).
+    /// Per element: its length or angle at its previous tick (position-based damping); empty
+    /// when no element is damped (8 bytes an element saved).
     pub memory: Vec<f64>,
     /// The super-element events, finest clock first.
     pub bins: Vec<ClockBin>,
@@ -178,9 +187,13 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         // Always copied: the copies are exactly sized, where tables grown by `push` hold up to
         // twice their length (a third of the families' memory at 10^6 vertices).
         let (kernel, clocks) = (kernel.permuted(&order), permute(clocks, &order));
-        let memory = (0..kernel.len())
-            .map(|e| kernel.memory_at(e, gather_positions(positions, kernel.stencil(e))))
-            .collect();
+        let memory = if kernel.damped() {
+            (0..kernel.len())
+                .map(|e| kernel.memory_at(e, gather_positions(positions, kernel.stencil(e))))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut bins = Vec::new();
         let mut start = 0;
         while start < clocks.len() {
@@ -236,20 +249,27 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
             let range = chunk.elements.clone();
             self.impulses.resize(range.len() * N, DVec3::ZERO);
             let positions = &*state;
-            self.impulses
-                .par_chunks_mut(N)
-                .zip(self.memory[range.clone()].par_iter_mut())
-                .enumerate()
-                .with_min_len(PAR_MIN_LEN)
-                .for_each(|(i, (out, memory))| {
-                    let e = range.start + i;
-                    let p = kernel
-                        .stencil(e)
-                        .map(|v| positions.position_at(v as usize, t));
-                    let (impulse, next) = kernel.tick(e, p, *memory, h);
-                    out.copy_from_slice(&impulse);
-                    *memory = next;
-                });
+            let tick = |i: usize, memory: f64| {
+                let e = range.start + i;
+                let p = kernel
+                    .stencil(e)
+                    .map(|v| positions.position_at(v as usize, t));
+                kernel.tick(e, p, memory, h)
+            };
+            let outs = self.impulses.par_chunks_mut(N);
+            if self.memory.is_empty() {
+                (outs.enumerate().with_min_len(PAR_MIN_LEN))
+                    .for_each(|(i, out)| out.copy_from_slice(&tick(i, UNDAMPED_MEMORY).0));
+            } else {
+                (outs.zip(self.memory[range.clone()].par_iter_mut()))
+                    .enumerate()
+                    .with_min_len(PAR_MIN_LEN)
+                    .for_each(|(i, (out, memory))| {
+                        let (impulse, next) = tick(i, *memory);
+                        out.copy_from_slice(&impulse);
+                        *memory = next;
+                    });
+            }
             let (impulses, carried) = (&self.impulses, &*carry);
             chunk
                 .rows
@@ -293,8 +313,11 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     pub fn tick_one(&mut self, e: usize, t: f64, h: f64, state: &mut VertexState) {
         let stencil = self.kernel.stencil(e);
         let p = stencil.map(|i| state.position_at(i as usize, t));
-        let (impulse, next) = self.kernel.tick(e, p, self.memory[e], h);
-        self.memory[e] = next;
+        let memory = self.memory.get(e).copied().unwrap_or(UNDAMPED_MEMORY);
+        let (impulse, next) = self.kernel.tick(e, p, memory, h);
+        if let Some(slot) = self.memory.get_mut(e) {
+            *slot = next;
+        }
         for (&i, &imp) in stencil.iter().zip(&impulse) {
             state.apply_impulse(i as usize, t, imp);
         }
@@ -548,6 +571,49 @@ mod tests {
                 assert_eq!(chunked.memory, whole.memory, "chunks of {chunk_len}");
             }
         }
+    }
+
+    #[test]
+    fn an_undamped_family_keeps_no_memory_and_ticks_the_same_bits() {
+        let (damped, _, mut state) = chain(40);
+        for (i, v) in state.v.iter_mut().enumerate() {
+            *v = DVec3::new(0.2 * i as f64, 0.5, -0.1 * (i % 5) as f64);
+        }
+        let rest: Vec<DVec3> = state.x.iter().map(|p| *p * 0.95).collect();
+        let mut kernel = SpringKernel::default();
+        for &[a, b] in &damped.ends {
+            kernel.push(a, b, &rest, 100.0, 0.0);
+        }
+        assert!(damped.damped() && !kernel.damped());
+        let clocks = kernel.stable_clocks(&state.inv_mass, 0.5);
+        let family = || {
+            SpringFamily::with_chunk_len(kernel.clone(), &clocks, &state.x, state.len(), true, 3)
+        };
+        let mut lean = family();
+        assert!(lean.memory.is_empty());
+        // The same family keeping the memory a damped one would.
+        let mut kept = family();
+        kept.memory = (0..kept.len())
+            .map(|e| {
+                let p = gather_positions(&state.x, kept.kernel.stencil(e));
+                kept.kernel.memory_at(e, p)
+            })
+            .collect();
+        let (mut a, mut b) = (state.clone(), state.clone());
+        for k in 1..4 {
+            let t = 1e-3 * f64::from(k);
+            lean.tick_all(t, 1e-3, &mut a);
+            kept.tick_all(t, 1e-3, &mut b);
+            lean.tick_one(5, t, 1e-3, &mut a);
+            kept.tick_one(5, t, 1e-3, &mut b);
+        }
+        let bits = |v: &[DVec3]| -> Vec<[u64; 3]> {
+            v.iter().map(|p| p.to_array().map(f64::to_bits)).collect()
+        };
+        assert_ne!(bits(&a.v), bits(&state.v), "the springs kicked");
+        assert_eq!(bits(&a.v), bits(&b.v));
+        assert_eq!(bits(&a.x), bits(&b.x));
+        assert!(lean.memory.is_empty());
     }
 
     #[test]

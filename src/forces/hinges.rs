@@ -79,6 +79,10 @@ impl ElementKernel<4> for HingeKernel {
         }
     }
 
+    fn damped(&self) -> bool {
+        self.materials.damped()
+    }
+
     #[inline]
     fn tick(&self, e: usize, p: [DVec3; 4], memory: f64, h: f64) -> ([DVec3; 4], f64) {
         bending::tick_impulse(

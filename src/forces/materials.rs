@@ -2,8 +2,9 @@
 //!
 //! Every element of an object shares its material's stiffness and damping, so an element family
 //! holds a short table of the distinct `(stiffness, damping)` pairs and one index per element
-//! (4 bytes instead of 16). Values are told apart by their bits, so every element reads back
-//! exactly the value it was given.
+//! (4 bytes instead of 16), and no index at all while every element has the first pair (one
+//! material: 4 bytes an element saved, 25 MB at 10^6 vertices). Values are told apart by their
+//! bits, so every element reads back exactly the value it was given.
 
 use std::collections::HashMap;
 
@@ -14,8 +15,10 @@ use super::element_family::permute;
 pub struct Materials {
     /// The distinct `(stiffness, damping)` pairs, in order of first use.
     table: Vec<(f64, f64)>,
-    /// Per element: its entry in `table`.
+    /// Per element: its entry in `table`; empty while every element has entry 0.
     index: Vec<u32>,
+    /// Number of elements.
+    len: usize,
     /// Per entry of `table`: where it is, by the bits of its values (for [`Materials::push`]).
     lookup: HashMap<(u64, u64), u32>,
 }
@@ -31,37 +34,64 @@ impl Materials {
                 table.push((stiffness, damping));
                 u32::try_from(table.len() - 1).expect("fewer than 2^32 materials")
             });
-        self.index.push(entry);
+        if self.index.is_empty() && entry != 0 {
+            self.index = vec![0; self.len];
+        }
+        if !self.index.is_empty() {
+            self.index.push(entry);
+        }
+        self.len += 1;
     }
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.index.len()
+        self.len
     }
 
     /// Whether there are no elements.
     pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
+        self.len == 0
+    }
+
+    /// Element `e`'s `(stiffness, damping)`.
+    #[inline]
+    fn of(&self, e: usize) -> (f64, f64) {
+        debug_assert!(e < self.len);
+        match self.index.get(e) {
+            Some(&entry) => self.table[entry as usize],
+            None => self.table[0],
+        }
     }
 
     /// The stiffness of element `e`.
     #[inline]
     pub fn stiffness(&self, e: usize) -> f64 {
-        self.table[self.index[e] as usize].0
+        self.of(e).0
     }
 
     /// The damping coefficient of element `e`.
     #[inline]
     pub fn damping(&self, e: usize) -> f64 {
-        self.table[self.index[e] as usize].1
+        self.of(e).1
+    }
+
+    /// Whether any element's damping coefficient is nonzero.
+    pub fn damped(&self) -> bool {
+        self.table.iter().any(|&(_, c)| c != 0.0)
     }
 
     /// The same elements in a new order: element `i` of the result is element `order[i]`. The
     /// result keeps no lookup: it is built to be read (elements pushed to it get new entries).
     pub fn permuted(&self, order: &[u32]) -> Self {
+        let index = if self.index.is_empty() {
+            Vec::new()
+        } else {
+            permute(&self.index, order)
+        };
         Self {
             table: self.table.clone(),
-            index: permute(&self.index, order),
+            index,
+            len: order.len(),
             lookup: HashMap::new(),
         }
     }
@@ -97,5 +127,25 @@ mod tests {
         assert_eq!(p.stiffness(1).to_bits(), (-0.0f64).to_bits());
         assert_eq!((p.stiffness(2), p.damping(2)), (1.0, 0.5));
         assert!(p.lookup.is_empty());
+    }
+
+    #[test]
+    fn one_material_keeps_no_index_until_a_second_arrives() {
+        let mut m = Materials::default();
+        for _ in 0..5 {
+            m.push(3.0, 0.25);
+        }
+        assert!(m.index.is_empty());
+        assert_eq!(m.len(), 5);
+        let p = m.permuted(&[4, 0]);
+        assert_eq!((p.len(), p.stiffness(1), p.damping(1)), (2, 3.0, 0.25));
+        assert!(p.index.is_empty());
+        m.push(7.0, 0.0);
+        m.push(3.0, 0.25);
+        assert_eq!(m.index, vec![0, 0, 0, 0, 0, 1, 0]);
+        let read: Vec<(f64, f64)> = (0..7).map(|e| (m.stiffness(e), m.damping(e))).collect();
+        let mut want = vec![(3.0, 0.25); 7];
+        want[5] = (7.0, 0.0);
+        assert_eq!(read, want);
     }
 }

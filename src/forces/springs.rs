@@ -72,6 +72,10 @@ impl ElementKernel<2> for SpringKernel {
         }
     }
 
+    fn damped(&self) -> bool {
+        self.materials.damped()
+    }
+
     #[inline]
     fn tick(&self, e: usize, p: [DVec3; 2], memory: f64, h: f64) -> ([DVec3; 2], f64) {
         spring::tick_impulse(
