@@ -83,7 +83,7 @@ impl ElementKernel<4> for HingeKernel {
         self.materials.damped()
     }
 
-    #[inline]
+    #[inline(always)]
     fn tick(&self, e: usize, p: [DVec3; 4], memory: f64, h: f64) -> ([DVec3; 4], f64) {
         bending::tick_impulse(
             p,

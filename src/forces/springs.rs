@@ -76,7 +76,7 @@ impl ElementKernel<2> for SpringKernel {
         self.materials.damped()
     }
 
-    #[inline]
+    #[inline(always)]
     fn tick(&self, e: usize, p: [DVec3; 2], memory: f64, h: f64) -> ([DVec3; 2], f64) {
         spring::tick_impulse(
             p[0],
