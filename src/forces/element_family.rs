@@ -141,7 +141,8 @@ pub struct ElementFamily<const N: usize, K> {
     /// The super-element events, finest clock first.
     pub bins: Vec<ClockBin>,
     impulses: Vec<DVec3>,
-    /// Scratch of a tick: the partial sums of the vertices that later chunks still add to.
+    /// Scratch of a tick: the partial sums of the vertices that later chunks still add to (the
+    /// vertices at chunk boundaries: few, with elements listed in mesh order).
     carry: HashMap<u32, DVec3>,
 }
 
