@@ -120,6 +120,9 @@ struct Chunk {
     /// For each entry of `rows`, the chunk's impulse slots `(e - elements.start) * N + k` to
     /// add to it, ascending.
     gather: Csr<u16>,
+    /// Bit `j` is set when `rows[j]` is also a row of an earlier chunk of the bin (its sum so
+    /// far is carried in).
+    resumed: Vec<u64>,
     /// Bit `j` is set when `rows[j]` is also a row of a later chunk of the bin (its sum is
     /// carried there, not applied yet).
     continuing: Vec<u64>,
@@ -142,7 +145,8 @@ pub struct ElementFamily<const N: usize, K> {
     pub bins: Vec<ClockBin>,
     impulses: Vec<DVec3>,
     /// Scratch of a tick: the partial sums of the vertices that later chunks still add to (the
-    /// vertices at chunk boundaries: few, with elements listed in mesh order).
+    /// vertices at chunk boundaries: few, with elements listed in mesh order). Only those rows
+    /// are hashed.
     carry: HashMap<u32, DVec3>,
 }
 
@@ -278,7 +282,11 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
                 .enumerate()
                 .with_min_len(PAR_MIN_LEN)
                 .map(|(j, &r)| {
-                    let sum = carried.get(&r).copied().unwrap_or(DVec3::ZERO);
+                    let sum = if has_bit(&chunk.resumed, j) {
+                        carried[&r]
+                    } else {
+                        DVec3::ZERO
+                    };
                     chunk
                         .gather
                         .row(j)
@@ -287,10 +295,12 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
                 })
                 .collect_into_vec(&mut added);
             for (j, (&r, &sum)) in chunk.rows.iter().zip(&added).enumerate() {
-                if chunk.continues(j) {
+                if has_bit(&chunk.continuing, j) {
                     carry.insert(r, sum);
                 } else {
-                    carry.remove(&r);
+                    if has_bit(&chunk.resumed, j) {
+                        carry.remove(&r);
+                    }
                     let v = if bin.dense {
                         r
                     } else {
@@ -379,12 +389,12 @@ impl ClockBin {
                 )
             })
             .collect();
-        let mut in_later_chunk = vec![false; if dense { vertex_count } else { vertices.len() }];
-        for chunk in chunks.iter_mut().rev() {
-            chunk.mark_continuing(&in_later_chunk);
-            for &r in &chunk.rows {
-                in_later_chunk[r as usize] = true;
-            }
+        let row_count = if dense { vertex_count } else { vertices.len() };
+        let resumed = rows_seen_before(chunks.iter(), row_count);
+        let mut continuing = rows_seen_before(chunks.iter().rev(), row_count);
+        continuing.reverse();
+        for ((chunk, resumed), continuing) in chunks.iter_mut().zip(resumed).zip(continuing) {
+            (chunk.resumed, chunk.continuing) = (resumed, continuing);
         }
         Self {
             clock,
@@ -422,25 +432,36 @@ impl Chunk {
             elements,
             rows,
             gather,
+            resumed: Vec::new(),
             continuing: Vec::new(),
         }
     }
+}
 
-    /// Sets [`Self::continuing`] from the rows that later chunks touch.
-    fn mark_continuing(&mut self, in_later_chunk: &[bool]) {
-        self.continuing = vec![0; self.rows.len().div_ceil(64)];
-        for (j, &r) in self.rows.iter().enumerate() {
-            if in_later_chunk[r as usize] {
-                self.continuing[j / 64] |= 1 << (j % 64);
+/// For each of `chunks`, in the order given, the bitset over its rows of those that a chunk
+/// before it (in that order) also has; rows are below `row_count`.
+fn rows_seen_before<'a>(
+    chunks: impl Iterator<Item = &'a Chunk>,
+    row_count: usize,
+) -> Vec<Vec<u64>> {
+    let mut seen = vec![false; row_count];
+    chunks
+        .map(|chunk| {
+            let mut bits = vec![0; chunk.rows.len().div_ceil(64)];
+            for (j, &r) in chunk.rows.iter().enumerate() {
+                if std::mem::replace(&mut seen[r as usize], true) {
+                    bits[j / 64] |= 1 << (j % 64);
+                }
             }
-        }
-    }
+            bits
+        })
+        .collect()
+}
 
-    /// Whether row `rows[j]` is also a row of a later chunk.
-    #[inline]
-    fn continues(&self, j: usize) -> bool {
-        self.continuing[j / 64] & (1 << (j % 64)) != 0
-    }
+/// Whether bit `j` of `bits` is set.
+#[inline]
+fn has_bit(bits: &[u64], j: usize) -> bool {
+    bits[j / 64] & (1 << (j % 64)) != 0
 }
 
 /// `values` in a new order: item `i` of the result is `values[order[i]]` (for
