@@ -340,6 +340,7 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
         contact,
         pending_global_kick: false,
         audit: false,
+        stop: None,
         processed: 0,
         queue_sizes: 0,
         stats,

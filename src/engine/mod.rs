@@ -12,6 +12,7 @@ mod stats;
 mod triangle_pairs;
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use glam::DVec3;
@@ -207,6 +208,12 @@ pub enum RunError {
         /// What broke.
         message: String,
     },
+    /// The flag of [`Simulation::stop_when`] was set: the run stopped between two events.
+    #[error("interrupted at t = {time} s")]
+    Interrupted {
+        /// Simulated time reached.
+        time: f64,
+    },
     /// A frame sink failed (for example a full disk).
     #[error("output failed: {0}")]
     Output(#[from] std::io::Error),
@@ -266,6 +273,8 @@ pub struct Simulation {
     /// yet: done once after the last of the simultaneous whole-mesh force ticks.
     pending_global_kick: bool,
     audit: bool,
+    /// Set from outside (a Ctrl-C handler) to stop the run between two events.
+    stop: Option<&'static AtomicBool>,
     /// Events popped so far (all kinds), for live progress reports.
     processed: u64,
     /// The event queue's size summed over the events processed (for [`Stats::queue_mean`]).
@@ -366,6 +375,18 @@ impl Simulation {
             );
         }
         true
+    }
+
+    /// Stops [`Self::run_until`] between two events, with [`RunError::Interrupted`], once `flag`
+    /// is set (for example by a Ctrl-C handler). The frames already handed out are whole, and
+    /// [`Self::stats`] says how far the run got.
+    pub fn stop_when(&mut self, flag: &'static AtomicBool) {
+        self.stop = Some(flag);
+    }
+
+    /// Whether the flag of [`Self::stop_when`] is set.
+    pub(crate) fn stop_requested(&self) -> bool {
+        self.stop.is_some_and(|f| f.load(Ordering::Relaxed))
     }
 
     /// Turns the audit on or off: every live certificate holds and every close pair has its layers
@@ -481,7 +502,12 @@ impl Simulation {
     }
 
     fn event_loop(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), RunError> {
-        while self.process_next(until, sink)?.is_some() {}
+        while self.process_next(until, sink)?.is_some() {
+            if self.stop_requested() {
+                self.stats.interrupted = true;
+                return Err(RunError::Interrupted { time: self.time });
+            }
+        }
         if self.pending_global_kick {
             self.flush_global_kick();
         }
