@@ -215,20 +215,29 @@ fn load(profile: Option<&Path>, overrides: &[String]) -> Result<Scene, Failure> 
         Some(path) => profile::load(path, overrides)?,
         None => profile::parse(
             acm::DEFAULT_PROFILE,
-            "<built-in sheet_on_sphere>",
+            &source(None),
             Path::new("."),
             overrides,
         )?,
     })
 }
 
-/// The failure of building scene `name`.
-fn bad_scene(name: &str, e: SceneError) -> Failure {
-    Failure::BadInput(format!("{name}: {e}"))
+/// What names a profile in messages: its path, or the built-in scene.
+fn source(profile: Option<&Path>) -> String {
+    profile.map_or_else(
+        || "<built-in sheet_on_sphere>".to_string(),
+        |p| p.display().to_string(),
+    )
+}
+
+/// The failure of building the scene of profile `source`.
+fn bad_scene(source: &str, e: SceneError) -> Failure {
+    Failure::BadInput(format!("{source}: {e}"))
 }
 
 fn run(args: RunArgs) -> Result<(), Failure> {
     let scene = load(args.profile.as_deref(), &args.overrides)?;
+    let file = source(args.profile.as_deref());
     let until = match (args.frames, args.until) {
         (Some(0), _) => return Err(Failure::BadInput("--frames must be at least 1".into())),
         (Some(n), _) => (n - 1) as f64 * scene.frame_interval,
@@ -247,7 +256,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     // own copies.
     let (mut acm_sim, mut sync_sim) = match scene.integrator.method {
         Method::Acm => (
-            Some(Simulation::from_scene(scene).map_err(|e| bad_scene(&name, e))?),
+            Some(Simulation::from_scene(scene).map_err(|e| bad_scene(&file, e))?),
             None,
         ),
         Method::Sync if args.trace.is_some() => {
@@ -257,7 +266,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             ))
         }
         Method::Sync => {
-            let sim = SyncSimulation::new(&scene).map_err(|e| bad_scene(&name, e))?;
+            let sim = SyncSimulation::new(&scene).map_err(|e| bad_scene(&file, e))?;
             drop(scene);
             (None, Some(sim))
         }
@@ -503,7 +512,7 @@ impl FrameSink for RunSink {
 
 fn info(args: InfoArgs) -> Result<(), Failure> {
     let scene = load(Some(&args.profile), &args.overrides)?;
-    let sim = Simulation::new(&scene).map_err(|e| bad_scene(&scene.name, e))?;
+    let sim = Simulation::new(&scene).map_err(|e| bad_scene(&source(Some(&args.profile)), e))?;
     let s = sim.stats();
     let state = sim.state();
     println!(

@@ -89,8 +89,10 @@ pub fn parse(
         None => error(locate(text, &e.path), e.to_string()),
     };
     let (scene, origin) = schema.into_scene(base).map_err(scene_error)?;
+    // The intersection test of `Scene::validate` is left to the integrator's constructor, so a
+    // large scene pays for it once.
     scene
-        .validate()
+        .validate_fields()
         .map_err(|e| scene_error(SceneError::new(profile_path(&e.path, &origin), e.message)))?;
     Ok(scene)
 }

@@ -89,6 +89,52 @@ pub(super) fn scene(s: &Scene) -> Result {
     Ok(())
 }
 
+/// The guarantee holds from an intersection-free start: the exact audit of `acm check` over
+/// every pair of triangles that share no vertex, across and within objects (when the scene
+/// handles contact).
+pub(super) fn intersection_free(s: &Scene) -> Result {
+    if !s.handles_contact() {
+        return Ok(());
+    }
+    let mut positions = Vec::with_capacity(s.vertex_count());
+    let mut triangles = Vec::with_capacity(s.triangle_count());
+    // Per object, its first global triangle.
+    let mut first_triangle = Vec::with_capacity(s.objects.len());
+    for o in &s.objects {
+        let offset = positions.len() as u32;
+        first_triangle.push(triangles.len());
+        positions.extend_from_slice(&o.mesh.positions);
+        triangles.extend(o.mesh.triangles.iter().map(|t| t.map(|v| v + offset)));
+    }
+    let report = crate::check::audit_frame(&positions, &triangles, 0.0, 0)
+        .map_err(|e| SceneError::new("object", e.to_string()))?;
+    let Some(bad) = report.first_bad else {
+        return Ok(());
+    };
+    let locate = |t: u32| {
+        let o = first_triangle.partition_point(|&first| first <= t as usize) - 1;
+        let local = t as usize - first_triangle[o];
+        (o, local, s.objects[o].mesh.triangles[local])
+    };
+    let ((oa, ta, va), (ob, tb, vb)) = (locate(bad.triangles[0]), locate(bad.triangles[1]));
+    let (na, nb) = (&s.objects[oa].name, &s.objects[ob].name);
+    let within = if oa == ob {
+        format!("object {na:?} crosses itself")
+    } else {
+        format!("objects {na:?} and {nb:?} intersect")
+    };
+    Err(SceneError::new(
+        format!("object[{oa}].mesh"),
+        format!(
+            "{within} at the start: triangle {ta} of {na:?} (vertices {va:?}) and triangle {tb} \
+             of {nb:?} (vertices {vb:?}) intersect ({} intersecting pairs in all). Contact can \
+             keep surfaces apart only from an intersection-free start: move the objects apart \
+             or fix the mesh",
+            report.intersecting_pairs
+        ),
+    ))
+}
+
 fn sync(s: &super::SyncSettings) -> Result {
     for (value, path) in [
         (s.step, "sync.step"),
@@ -115,6 +161,13 @@ fn objects(s: &Scene) -> Result {
     if s.objects.is_empty() {
         return Err(SceneError::new("object", "the scene has no objects"));
     }
+    let vertices = s.vertex_count();
+    crate::mesh::budget::check_vertices(vertices as u64).map_err(|e| {
+        SceneError::new(
+            "object",
+            format!("the scene's {vertices} vertices are too many for this machine: {e}"),
+        )
+    })?;
     let mut names = HashSet::new();
     for (i, o) in s.objects.iter().enumerate() {
         let path = format!("object[{i}]");

@@ -32,7 +32,7 @@ use serde::Serialize;
 
 use crate::engine::{Frame, FrameSink, RunError, Simulation, Stats};
 use crate::forces::external::{gravity_tick, ScriptedMotion};
-use crate::scene::{FailSafe, OnUnresolved, Scene, SceneError};
+use crate::scene::{FailSafe, Method, OnUnresolved, Scene, SceneError};
 use filter::{Filter, FilterParams, FilterStats};
 
 /// Why a synchronous run stopped early.
@@ -108,7 +108,10 @@ impl SyncSimulation {
     /// stiffness from `r1`, friction).
     pub fn new(scene: &Scene) -> Result<Self, SceneError> {
         let mut model = scene.clone();
+        // The model's own contact stays off (the filter handles collisions); as a synchronous
+        // scene it is still checked to start intersection-free.
         model.contact.enabled = false;
+        model.integrator.method = Method::Sync;
         let mut sim = Simulation::new(&model)?;
         let s = scene.sync;
         let requested = s.step.unwrap_or(sim.stats().clocks.external);
