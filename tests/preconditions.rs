@@ -167,3 +167,90 @@ fn a_frame_interval_that_would_fill_the_disk_is_refused() {
         &["scene.frame_interval", "frames"],
     );
 }
+
+#[test]
+fn values_that_would_hang_are_refused_naming_the_limit_and_a_value_that_works() {
+    for (set, needles) in [
+        (
+            "object.chip.material.density=1e-300",
+            &["object[1].material", "stable clock", "ticks"][..],
+        ),
+        (
+            "object.chip.material.stretch=1e300",
+            &["object[1].material", "density >="],
+        ),
+        (
+            "integrator.clock=1",
+            &["integrator.clock", "stable clock", "Use at most"],
+        ),
+        ("contact.r1=1e300", &["contact.r1", "use r1 <="]),
+        ("contact.eta1=1e-300", &["contact.eta1", "use at least"]),
+        (
+            "object.chip.velocity=[0, -1e16, 0]",
+            &["object[1].velocity", "speeds up to"],
+        ),
+        (
+            "object.chip.velocity=[0, -1e300, 0]",
+            &["object[1].velocity", "speeds up to"],
+        ),
+    ] {
+        refused_quickly(PLATE_AND_CHIP, &[set], needles);
+    }
+}
+
+#[test]
+fn a_particle_too_fast_to_resolve_is_refused_with_every_broad_phase() {
+    let floor = common::profiles_dir().join("particle_floor.toml");
+    let floor = floor.to_str().unwrap();
+    for broad_phase in ["kdop18", "kdop26", "aabb", "spheres", "grid", "swept_boxes"] {
+        let dir = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let out = acm(
+            dir.path(),
+            &[
+                "run",
+                floor,
+                "--set",
+                "object.particle.velocity=[0, -1e11, 0]",
+                "--set",
+                &format!("contact.broad_phase={broad_phase}"),
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{broad_phase}: {stderr}");
+        assert!(
+            stderr.contains("faster than contact can resolve"),
+            "{stderr}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(10));
+        // The particle at the fastest accepted speed runs clean and bounces: never below the
+        // floor.
+        let limit: f64 = stderr
+            .split("speeds up to ")
+            .nth(1)
+            .and_then(|s| s.split(" cm/s").next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        let velocity = format!("object.particle.velocity=[0, {}, 0]", -0.99 * limit);
+        let run = acm(
+            dir.path(),
+            &[
+                "run",
+                floor,
+                "--until",
+                "0.02",
+                "--audit",
+                "--set",
+                &velocity,
+                "--set",
+                &format!("contact.broad_phase={broad_phase}"),
+            ],
+        );
+        assert!(run.status.success(), "{broad_phase}: {run:?}");
+        let frame = std::fs::read_to_string(dir.path().join("out/frame_00001.obj")).unwrap();
+        let particle = frame.split("o particle").nth(1).unwrap();
+        let y: f64 = particle.split_whitespace().nth(2).unwrap().parse().unwrap();
+        assert!(y > 0.0, "{broad_phase}: the particle ended at y = {y}");
+    }
+}
