@@ -179,7 +179,7 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
         .min_by(|a, b| a.0.total_cmp(b.0))
         .map(|(&h, v)| (h / integ.safety, owner(&objects, v)));
     if let (Some(clock), Some((stable, _))) = (integ.clock, finest_stable) {
-        if !(clock <= MAX_CLOCK_OVER_STABLE * stable) {
+        if clock > MAX_CLOCK_OVER_STABLE * stable {
             return Err(SceneError::new(
                 "integrator.clock",
                 format!(
