@@ -7,7 +7,8 @@ use glam::DVec3;
 
 use super::contact::{Contact, ContactSetup, TooClose};
 use super::{
-    ClockRange, Clocks, ForceEvent, ForceTarget, ModelSize, ObjectRange, Simulation, Stats,
+    describe_vertices, ClockRange, Clocks, ForceEvent, ForceTarget, ModelSize, ObjectRange,
+    Simulation, Stats,
 };
 use crate::events::{EventKind, EventQueue, EventTable};
 use crate::forces::external::{Drag, PrescribedForce, ScriptedMotion};
@@ -301,6 +302,7 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
     let contact = if scene.contact.enabled {
         first_layer_makes_progress(scene, &state)?;
         let setup = ContactSetup {
+            objects: objects.clone(),
             schedule: scene.contact.schedule()?,
             cor: scene.contact.cor,
             mu: scene.contact.friction,
@@ -381,35 +383,22 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
 
 /// The error for a pair that starts closer than `eta1`, naming the objects and primitives.
 fn too_close(close: &TooClose, objects: &[ObjectRange], scene: &Scene) -> SceneError {
-    let owner = |v: u32| {
-        let o = objects
-            .iter()
-            .position(|o| v >= o.first_vertex && v < o.first_vertex + o.vertex_count)
-            .unwrap_or(0);
-        (o, v - objects[o].first_vertex)
-    };
-    let describe = |vs: &[u32]| {
-        let (o, _) = owner(vs[0]);
-        let local: Vec<u32> = vs.iter().map(|&v| owner(v).1).collect();
-        (
-            o,
-            format!("object {:?} vertices {local:?}", objects[o].name),
-        )
-    };
     let (what, a, b) = match close.key {
         PairKey::VertexTriangle(..) => {
             ("vertex and triangle", &close.verts[..1], &close.verts[1..])
         }
         PairKey::EdgeEdge(..) => ("two edges", &close.verts[..2], &close.verts[2..]),
     };
-    let ((oa, da), (_, db)) = (describe(a), describe(b));
     SceneError::new(
-        format!("object[{oa}]"),
+        format!("object[{}]", owner(objects, a[0])),
         format!(
-            "{what} start {:.3e} cm apart, closer than contact.eta1 = {}: {da} and {db}. \
+            "{what} start {:.3e} cm apart, closer than contact.eta1 = {}: {} and {}. \
              Separate the objects (or refine the mesh) so that non-adjacent primitives are at \
              least eta1 apart, or lower contact.eta1",
-            close.distance, scene.contact.eta1
+            close.distance,
+            scene.contact.eta1,
+            describe_vertices(objects, a),
+            describe_vertices(objects, b)
         ),
     )
 }

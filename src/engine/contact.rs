@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use super::contingency::Contingency;
 use super::layer_events::{LayerEvents, Member};
 use super::triangle_pairs::{ContactKey, TriangleTopology};
-use super::RunError;
+use super::{describe_vertices, ObjectRange, RunError};
 use crate::contact::closest::{
     edge_edge, triangle_triangle, vertex_triangle, TriangleFeature, TRIANGLE_PAIR_FEATURES,
 };
@@ -86,7 +86,10 @@ pub struct ContactStats {
     /// Contact pairs of two triangles added (`speed.triangle_pairs`; the rest are VT and EE
     /// pairs).
     pub triangle_pairs: u64,
-    /// Smallest pair distance seen at a slab failure or a penalty tick (cm).
+    /// Smallest distance of a candidate (vertex-triangle or edge-edge) pair, sampled at its slab
+    /// failures and penalty ticks (cm): the contact code's own view, between frames too. `acm
+    /// check` measures something else, the exact distance of every pair of triangles at the
+    /// frame times only, so the two differ.
     pub min_distance: f64,
     /// Broad-phase counters, as of the last horizon rebuild.
     pub broad_phase: BroadPhaseStats,
@@ -131,6 +134,8 @@ impl Pairs {
 /// Contact state and its events (see the module docs).
 #[derive(Debug)]
 pub(super) struct Contact {
+    /// The objects' slices of the global buffers, to name pairs in messages.
+    objects: Vec<ObjectRange>,
     schedule: LayerSchedule,
     cor: f64,
     mu: f64,
@@ -180,8 +185,10 @@ pub(super) struct Contact {
 }
 
 /// Settings the contact subsystem needs from the scene.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct ContactSetup {
+    /// The objects' slices of the global buffers, to name pairs in messages.
+    pub(super) objects: Vec<ObjectRange>,
     pub(super) schedule: LayerSchedule,
     pub(super) cor: f64,
     pub(super) mu: f64,
@@ -243,6 +250,7 @@ impl Contact {
         boxes.set_adaptive_axes(setup.axis_ordering);
         let broad_event = events.insert(EventKind::BroadPhase, 0).id;
         let mut contact = Self {
+            objects: setup.objects,
             schedule: setup.schedule,
             cor: setup.cor,
             mu: setup.mu,
@@ -327,6 +335,18 @@ impl Contact {
                 [a, b, c, d]
             }
         }
+    }
+
+    /// Contact pair `id` in a user's terms: its two primitives, named by object.
+    fn describe(&self, id: u32) -> String {
+        let i = id as usize;
+        let verts = &self.pairs.verts[i];
+        let a = self.pairs.key[i].a_count();
+        format!(
+            "{} and {}",
+            describe_vertices(&self.objects, &verts[..a]),
+            describe_vertices(&self.objects, &verts[a..self.pairs.key[i].len()])
+        )
     }
 
     /// The vertices of a contact pair (the last two unused for a feature pair).
@@ -591,8 +611,9 @@ impl Contact {
                         .is_some_and(|due| due <= t);
                     if !due {
                         self.breach = Some(format!(
-                            "the slab of pair {:?} (layer {}) no longer holds",
-                            self.pairs.key[i], self.pairs.certified[i]
+                            "the slab of pair {} (layer {}) no longer holds",
+                            self.describe(id),
+                            self.pairs.certified[i]
                         ));
                     }
                 }
@@ -778,7 +799,7 @@ impl Contact {
             if let Some(vertices) = self.kinematic_feature(id, &motion, state, near) {
                 return Err(RunError::KinematicContact {
                     time: t,
-                    pair: format!("{:?}", self.pairs.key[i]),
+                    pair: self.describe(id),
                     vertices,
                 });
             }
@@ -823,7 +844,7 @@ impl Contact {
         if rounding > (SLAB_MARGIN - 1.0) * eta {
             return RunError::TimeResolution {
                 time: t,
-                pair: format!("{:?}", self.pairs.key[i]),
+                pair: self.describe(id),
                 layer,
                 speed,
             };
@@ -832,9 +853,9 @@ impl Contact {
             time: t,
             event: self.pairs.cert[i].0,
             message: format!(
-                "pair {:?} reached distance {d:e} inside layer {layer} (eta {eta:e}) before the \
+                "pair {} reached distance {d:e} inside layer {layer} (eta {eta:e}) before the \
                  layer was active",
-                self.pairs.key[i],
+                self.describe(i as u32),
             ),
         }
     }
@@ -884,7 +905,7 @@ impl Contact {
     fn no_progress(&self, id: u32, l: u32, t: f64, h: f64) -> RunError {
         RunError::NoProgress {
             time: t,
-            pair: format!("{:?}", self.pairs.key[id as usize]),
+            pair: self.describe(id),
             layer: l,
             clock: h,
         }

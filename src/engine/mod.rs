@@ -46,6 +46,24 @@ pub struct ObjectRange {
     pub triangle_count: u32,
 }
 
+/// Names global vertices in a user's terms: `vertex 12 of "sheet"`, `edge (3, 4) of "sheet"`,
+/// `triangle (0, 1, 2) of "floor"` (indices local to the object, as in its mesh).
+pub(crate) fn describe_vertices(objects: &[ObjectRange], vertices: &[u32]) -> String {
+    let owner = objects
+        .partition_point(|o| o.first_vertex <= vertices[0])
+        .max(1)
+        - 1;
+    let object = &objects[owner];
+    let local: Vec<u32> = vertices.iter().map(|&v| v - object.first_vertex).collect();
+    let what = match local.as_slice() {
+        [v] => format!("vertex {v}"),
+        [a, b] => format!("edge ({a}, {b})"),
+        [a, b, c] => format!("triangle ({a}, {b}, {c})"),
+        more => format!("vertices {more:?}"),
+    };
+    format!("{what} of {:?}", object.name)
+}
+
 /// What a force event updates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ForceTarget {
@@ -186,9 +204,10 @@ pub enum RunError {
     /// Two fixed or scripted primitives are about to touch: no force can stop prescribed
     /// motion, so the run stops before they intersect.
     #[error(
-        "at t = {time} s two fixed or scripted primitives are about to touch ({pair}, global \
-         vertices {vertices:?}); no contact force can change prescribed motion, so they would \
-         intersect. Change the scripts (or make one object free) so that they do not meet"
+        "at t = {time} s two fixed or scripted primitives came within 1.1 contact.eta1 of each \
+         other, where their first penalty layer would switch on ({pair}, global vertices \
+         {vertices:?}); no contact force can change prescribed motion, so they would intersect. \
+         Change the scripts (or make one object free) so that they stay farther apart"
     )]
     KinematicContact {
         /// Simulated time.
