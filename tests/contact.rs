@@ -436,3 +436,55 @@ fn stepping_event_by_event_is_the_same_run() {
     stepped.positions_at(0.1, &mut b);
     assert_eq!(a, b);
 }
+
+/// A particle bouncing between two fixed walls without gravity or damping, at the default
+/// `contact.safety`, gains energy at every impact (README, known limitations).
+const BOUNCING_BETWEEN_WALLS: &str = r#"
+[scene]
+name = "walls"
+duration = 10.0
+frame_interval = 0.1
+gravity = [0.0, 0.0, 0.0]
+
+[[object]]
+name = "low"
+mesh = { generator = "sheet", nx = 2, ny = 2, width = 10.0, depth = 10.0 }
+fixed = true
+
+[[object]]
+name = "high"
+mesh = { generator = "sheet", nx = 2, ny = 2, width = 10.0, depth = 10.0 }
+translate = [0.0, 10.0, 0.0]
+fixed = true
+
+[[object]]
+name = "particle"
+mesh = { generator = "particle", mass = 0.01 }
+translate = [0.3, 5.0, 0.2]
+velocity = [0.0, 1000.0, 0.0]
+
+[contact]
+eta1 = 0.1
+r1 = 1000.0
+cor = 1.0
+"#;
+
+#[test]
+fn energy_that_runs_away_stops_the_run_instead_of_stalling() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("walls.toml"), BOUNCING_BETWEEN_WALLS).unwrap();
+    let out = acm(dir.path(), &["run", "walls.toml", "--out", "f"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for needle in [
+        "speeds ran away",
+        "vertex 0 of \"particle\"",
+        "contact.safety",
+    ] {
+        assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
+    }
+    let check = acm(dir.path(), &["check", "f"]);
+    assert_eq!(check.status.code(), Some(0), "the frames written are clean");
+    // It stopped early, not at the scene's end.
+    assert!(!dir.path().join("f/frame_00100.obj").exists());
+}

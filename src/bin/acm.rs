@@ -397,6 +397,7 @@ fn run_failure(e: RunError, name: &str, out: &Path) -> Failure {
         e @ (RunError::Diverged { .. }
         | RunError::NoProgress { .. }
         | RunError::TimeResolution { .. }
+        | RunError::SpeedRunaway { .. }
         | RunError::KinematicContact { .. }) => Failure::BadInput(format!("{name}: {e}")),
         e @ (RunError::Internal { .. } | RunError::Audit { .. }) => {
             Failure::Internal(e.to_string())

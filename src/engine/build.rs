@@ -303,6 +303,7 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
         first_layer_makes_progress(scene, &state)?;
         let setup = ContactSetup {
             objects: objects.clone(),
+            speed_limit: scene.resolvable_speed(),
             schedule: scene.contact.schedule()?,
             cor: scene.contact.cor,
             mu: scene.contact.friction,

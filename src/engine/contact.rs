@@ -136,6 +136,8 @@ impl Pairs {
 pub(super) struct Contact {
     /// The objects' slices of the global buffers, to name pairs in messages.
     objects: Vec<ObjectRange>,
+    /// A penalty tick that speeds a vertex past this stops the run (`Scene::resolvable_speed`).
+    speed_limit: f64,
     schedule: LayerSchedule,
     cor: f64,
     mu: f64,
@@ -189,6 +191,8 @@ pub(super) struct Contact {
 pub(super) struct ContactSetup {
     /// The objects' slices of the global buffers, to name pairs in messages.
     pub(super) objects: Vec<ObjectRange>,
+    /// The fastest speed contact can resolve (`Scene::resolvable_speed`).
+    pub(super) speed_limit: f64,
     pub(super) schedule: LayerSchedule,
     pub(super) cor: f64,
     pub(super) mu: f64,
@@ -251,6 +255,7 @@ impl Contact {
         let broad_event = events.insert(EventKind::BroadPhase, 0).id;
         let mut contact = Self {
             objects: setup.objects,
+            speed_limit: setup.speed_limit,
             schedule: setup.schedule,
             cor: setup.cor,
             mu: setup.mu,
@@ -1001,6 +1006,17 @@ impl Contact {
                     kicked.push(vert);
                 }
             }
+        }
+        if let Some(&v) = kicked
+            .iter()
+            .find(|&&v| state.v[v as usize].length() > self.speed_limit)
+        {
+            return Err(RunError::SpeedRunaway {
+                time: t,
+                vertex: describe_vertices(&self.objects, &[v]),
+                speed: state.v[v as usize].length(),
+                limit: self.speed_limit,
+            });
         }
         if !kicked.is_empty() {
             self.after_kick(&kicked, state, t, events, queue);

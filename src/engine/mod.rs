@@ -201,6 +201,23 @@ pub enum RunError {
         /// The pair's largest vertex speed (cm/s).
         speed: f64,
     },
+    /// A penalty impulse sped a vertex past the fastest speed contact can resolve
+    /// ([`Scene::resolvable_speed`]): energy has run away, and the run stops rather than stall.
+    #[error(
+        "speeds ran away at t = {time} s: a penalty layer sped {vertex} to {speed:.3e} cm/s, \
+         beyond the {limit:.3e} cm/s contact can resolve in this scene. Energy has grown without \
+         bound: lower contact.safety (see README, known limitations)"
+    )]
+    SpeedRunaway {
+        /// Simulated time.
+        time: f64,
+        /// The vertex, described.
+        vertex: String,
+        /// Its speed (cm/s).
+        speed: f64,
+        /// The resolvable speed (cm/s).
+        limit: f64,
+    },
     /// Two fixed or scripted primitives are about to touch: no force can stop prescribed
     /// motion, so the run stops before they intersect.
     #[error(

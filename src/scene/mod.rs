@@ -296,6 +296,14 @@ impl Scene {
         self.contact.enabled || self.integrator.method != Method::Acm
     }
 
+    /// The fastest speed (cm/s) ACM's contact can resolve in this scene: a vertex must take at
+    /// least ten of the kinetic broad phases' time instants, `1e-9 (1 + t)` s, to cross
+    /// `contact.eta1`. Start and scripted velocities are held to it at load, and a run whose
+    /// speeds run away past it stops.
+    pub fn resolvable_speed(&self) -> f64 {
+        validate::resolvable_speed(self)
+    }
+
     /// Number of output frames, counting the frame at time 0.
     pub fn frame_count(&self) -> u64 {
         // `as` saturates: a huge ratio stays huge instead of wrapping to 0.

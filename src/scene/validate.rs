@@ -173,7 +173,7 @@ const INSTANTS_PER_LAYER: f64 = 10.0;
 /// least [`INSTANTS_PER_LAYER`] of the kinetic broad phases' time resolution
 /// ([`kdop::INSTANT`](crate::kds::kdop::INSTANT) `(1 + t)` s at time `t`) to cross
 /// `contact.eta1`. Faster, a pair could pass a layer inside one instant unseen.
-fn resolvable_speed(s: &Scene) -> f64 {
+pub(super) fn resolvable_speed(s: &Scene) -> f64 {
     let end = s
         .scripts
         .iter()
