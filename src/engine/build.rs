@@ -10,10 +10,10 @@ use super::{
     describe_vertices, ClockRange, Clocks, ForceEvent, ForceTarget, ModelSize, ObjectRange,
     Simulation, Stats,
 };
+use crate::contact::PairKey;
 use crate::events::{EventKind, EventQueue, EventTable};
 use crate::forces::external::{Drag, PrescribedForce, ScriptedMotion};
 use crate::forces::{ElementKernel, HingeFamily, HingeKernel, SpringFamily, SpringKernel};
-use crate::kds::swept_boxes::PairKey;
 use crate::mesh::{lumped_masses, Topology, TriMesh, TriangleList};
 use crate::scene::{Scene, SceneError, VertexSet};
 use crate::state::{VertexKind, VertexState};

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 
 use super::contingency::Contingency;
 use super::layer_events::{LayerEvents, Member};
-use super::triangle_pairs::{ContactKey, TriangleTopology};
+use super::triangle_pairs::TriangleTopology;
 use super::{describe_vertices, ObjectRange, RunError};
 use crate::contact::closest::{
     edge_edge, triangle_triangle, vertex_triangle, TriangleFeature, TRIANGLE_PAIR_FEATURES,
@@ -27,12 +27,13 @@ use crate::contact::layers::LayerSchedule;
 use crate::contact::penalty::{
     edge_edge_impulse, triangle_pair_impulse, vertex_triangle_impulse, PairImpulse, PenaltyParams,
 };
+use crate::contact::ContactKey;
+use crate::contact::PairKey;
+use crate::events::EventId;
 use crate::events::{EventKind, EventQueue, EventTable};
-use crate::ids::EventId;
 use crate::kds::slab::{
     build_slab, failure_time, fuzzy_schedule, holds, no_budget, within_budget, ClosingBudget, Slab,
 };
-use crate::kds::swept_boxes::PairKey;
 use crate::kds::{BroadPhase, BroadPhaseKind, BroadPhaseStats};
 use crate::mesh::TriangleList;
 use crate::profile::zone;
@@ -350,7 +351,7 @@ impl Contact {
         format!(
             "{} and {}",
             describe_vertices(&self.objects, &verts[..a]),
-            describe_vertices(&self.objects, &verts[a..self.pairs.key[i].len()])
+            describe_vertices(&self.objects, &verts[a..self.pairs.key[i].vertex_count()])
         )
     }
 
@@ -375,7 +376,7 @@ impl Contact {
     /// The vertices of pair `id` that it uses: four or six.
     fn pair_verts(&self, id: u32) -> &[u32] {
         let i = id as usize;
-        &self.pairs.verts[i][..self.pairs.key[i].len()]
+        &self.pairs.verts[i][..self.pairs.key[i].vertex_count()]
     }
 
     /// Whether some feature pair that contact pair `key` stands for overlaps in the broad phase.
@@ -475,7 +476,7 @@ impl Contact {
         p.live[i] = true;
         p.cert[i] = events.insert(EventKind::Certificate, id).id;
         self.index.insert(key, id);
-        self.contingency.add(id, &verts[..key.len()]);
+        self.contingency.add(id, &verts[..key.vertex_count()]);
         self.stats.certificates_peak = self.stats.certificates_peak.max(self.index.len());
         self.certify(id, state, t, queue);
     }
@@ -488,7 +489,7 @@ impl Contact {
         let _ = events.remove(events.handle(cert));
         self.index.remove(&self.pairs.key[i]);
         self.contingency
-            .remove(id, &self.pairs.verts[i][..self.pairs.key[i].len()]);
+            .remove(id, &self.pairs.verts[i][..self.pairs.key[i].vertex_count()]);
         self.pairs.live[i] = false;
         self.pairs.slab[i] = None;
         self.free_pairs.push(id);
@@ -995,7 +996,7 @@ impl Contact {
         kicked.clear();
         for (m, result) in members.iter().zip(&impulses) {
             self.stats.min_distance = self.stats.min_distance.min(result.distance);
-            let verts = &self.pairs.verts[m.pair as usize][..m.key.len()];
+            let verts = &self.pairs.verts[m.pair as usize][..m.key.vertex_count()];
             for (k, &vert) in verts.iter().enumerate() {
                 let before = state.v[vert as usize];
                 state.apply_impulse(vert as usize, t, result.impulses[k]);

@@ -17,12 +17,12 @@ use std::time::Instant;
 
 use glam::DVec3;
 
+use crate::events::EventId;
 use crate::events::{EventKind, EventQueue, EventTable};
 use crate::forces::external::{
     gravity_tick, vertex_gravity_tick, Drag, PrescribedForce, ScriptedMotion,
 };
 use crate::forces::{HingeFamily, SpringFamily};
-use crate::ids::EventId;
 use crate::mesh::TriangleList;
 use crate::profile::zone;
 use crate::scene::{Scene, SceneError};
