@@ -13,16 +13,19 @@
 //! and schedules a layer; only penalty ticks write vertex state.
 
 use glam::DVec3;
-use hashbrown::HashMap;
 use rayon::prelude::*;
 
-use super::contingency::Contingency;
+mod motion;
+mod pair_table;
+
+use motion::{
+    feature_distance, first_four, local_feature_distance, within_budget_at_shape, Motion,
+};
+
 use super::layer_events::{LayerEvents, Member};
 use super::triangle_pairs::TriangleTopology;
-use super::{describe_vertices, ObjectRange, RunError};
-use crate::contact::closest::{
-    edge_edge, triangle_triangle, vertex_triangle, TriangleFeature, TRIANGLE_PAIR_FEATURES,
-};
+use super::{ObjectRange, RunError};
+use crate::contact::closest::TRIANGLE_PAIR_FEATURES;
 use crate::contact::layers::LayerSchedule;
 use crate::contact::penalty::{
     edge_edge_impulse, triangle_pair_impulse, vertex_triangle_impulse, PairImpulse, PenaltyParams,
@@ -31,13 +34,12 @@ use crate::contact::ContactKey;
 use crate::contact::PairKey;
 use crate::events::EventId;
 use crate::events::{EventKind, EventQueue, EventTable};
-use crate::kds::slab::{
-    build_slab, failure_time, fuzzy_schedule, holds, no_budget, within_budget, ClosingBudget, Slab,
-};
+use crate::kds::slab::{no_budget, ClosingBudget, Slab};
 use crate::kds::{BroadPhase, BroadPhaseKind, BroadPhaseStats};
 use crate::mesh::TriangleList;
 use crate::profile::zone;
 use crate::state::VertexState;
+use pair_table::{Keeps, PairTable};
 
 /// Layer activation threshold: a failing layer-`l` slab activates layer `l` when the pair is
 /// closer than `ACTIVATION * eta(l)` (thesis §5.3: 11/10).
@@ -96,47 +98,9 @@ pub struct ContactStats {
     pub broad_phase: BroadPhaseStats,
 }
 
-/// One candidate pair (structure of arrays, indexed by pair id).
-#[derive(Debug, Default)]
-struct Pairs {
-    key: Vec<ContactKey>,
-    /// `[p, a, b, c]` for VT, `[p0, p1, q0, q1]` for EE (then two unused slots),
-    /// `[a0, a1, a2, b0, b1, b2]` for a triangle pair.
-    verts: Vec<[u32; 6]>,
-    /// For a triangle pair, the number of triangle pairs each of its feature pairs lies in
-    /// ([`TriangleTopology::multiplicities`]); unused for a feature pair, and empty (30 bytes a
-    /// pair saved) without triangle-pair contact.
-    multiplicity: Vec<[u16; 15]>,
-    /// The layer the slab certifies; layers below it are active.
-    certified: Vec<u32>,
-    slab: Vec<Option<Slab>>,
-    /// Time at which `slab.point` is exact.
-    slab_time: Vec<f64>,
-    /// The fuzzy-trajectory budget the slab was scheduled with (a feature pair uses the first
-    /// four); empty (48 bytes a pair saved) without fuzzy trajectories.
-    budget: Vec<ClosingBudget<6>>,
-    /// The slab-failure event.
-    cert: Vec<EventId>,
-    /// Number of active layers: `1..=active` are.
-    active: Vec<u32>,
-    /// Whether the slot is in use.
-    live: Vec<bool>,
-}
-
-impl Pairs {
-    /// Records pair `i`'s fuzzy-trajectory budget (nothing to keep without fuzzy trajectories).
-    fn set_budget(&mut self, i: usize, budget: ClosingBudget<6>) {
-        if let Some(slot) = self.budget.get_mut(i) {
-            *slot = budget;
-        }
-    }
-}
-
 /// Contact state and its events (see the module docs).
 #[derive(Debug)]
 pub(super) struct Contact {
-    /// The objects' slices of the global buffers, to name pairs in messages.
-    objects: Vec<ObjectRange>,
     /// A penalty tick that speeds a vertex past this stops the run (`Scene::resolvable_speed`).
     speed_limit: f64,
     schedule: LayerSchedule,
@@ -151,10 +115,7 @@ pub(super) struct Contact {
     boxes: BroadPhase,
     /// The triangle adjacency of triangle-pair contact (`speed.triangle_pairs`), or `None`.
     triangle_pairs: Option<TriangleTopology>,
-    pairs: Pairs,
-    free_pairs: Vec<u32>,
-    index: HashMap<ContactKey, u32>,
-    contingency: Contingency,
+    pairs: PairTable,
     layer_events: LayerEvents,
     clocks: Vec<f64>,
     /// Per vertex: the layer tick that last collected it (dedupes the kicked vertices).
@@ -254,8 +215,11 @@ impl Contact {
         );
         boxes.set_adaptive_axes(setup.axis_ordering);
         let broad_event = events.insert(EventKind::BroadPhase, 0).id;
+        let keeps = Keeps {
+            multiplicity: setup.triangle_pairs,
+            budget: setup.quality_loss.is_some(),
+        };
         let mut contact = Self {
-            objects: setup.objects,
             speed_limit: setup.speed_limit,
             schedule: setup.schedule,
             cor: setup.cor,
@@ -267,10 +231,7 @@ impl Contact {
             quality_loss: setup.quality_loss,
             boxes,
             triangle_pairs,
-            pairs: Pairs::default(),
-            free_pairs: Vec::new(),
-            index: HashMap::new(),
-            contingency: Contingency::new(n),
+            pairs: PairTable::new(n, keeps, setup.objects),
             layer_events: LayerEvents::new(setup.layer_super_events),
             clocks: Vec::new(),
             vertex_stamp: vec![0; n],
@@ -343,18 +304,6 @@ impl Contact {
         }
     }
 
-    /// Contact pair `id` in a user's terms: its two primitives, named by object.
-    fn describe(&self, id: u32) -> String {
-        let i = id as usize;
-        let verts = &self.pairs.verts[i];
-        let a = self.pairs.key[i].a_count();
-        format!(
-            "{} and {}",
-            describe_vertices(&self.objects, &verts[..a]),
-            describe_vertices(&self.objects, &verts[a..self.pairs.key[i].vertex_count()])
-        )
-    }
-
     /// The vertices of a contact pair (the last two unused for a feature pair).
     fn verts_of(&self, key: ContactKey) -> [u32; 6] {
         match key {
@@ -371,12 +320,6 @@ impl Contact {
         self.triangle_pairs
             .as_ref()
             .expect("triangle pairs exist only with speed.triangle_pairs")
-    }
-
-    /// The vertices of pair `id` that it uses: four or six.
-    fn pair_verts(&self, id: u32) -> &[u32] {
-        let i = id as usize;
-        &self.pairs.verts[i][..self.pairs.key[i].vertex_count()]
     }
 
     /// Whether some feature pair that contact pair `key` stands for overlaps in the broad phase.
@@ -438,85 +381,31 @@ impl Contact {
         events: &mut EventTable,
         queue: &mut EventQueue,
     ) {
-        if self.index.contains_key(&key) {
+        if self.pairs.id(&key).is_some() {
             return;
         }
         let verts = self.verts_of(key);
-        let id = match self.free_pairs.pop() {
-            Some(id) => id,
-            None => {
-                let p = &mut self.pairs;
-                p.key.push(key);
-                p.verts.push(verts);
-                if self.triangle_pairs.is_some() {
-                    p.multiplicity.push([0; 15]);
-                }
-                p.certified.push(1);
-                p.slab.push(None);
-                p.slab_time.push(t);
-                if self.quality_loss.is_some() {
-                    p.budget.push(no_budget());
-                }
-                p.cert.push(EventId::INVALID);
-                p.active.push(0);
-                p.live.push(false);
-                (p.key.len() - 1) as u32
-            }
-        };
-        let i = id as usize;
+        let id = self.pairs.insert(key, verts, t, |id| {
+            events.insert(EventKind::Certificate, id).id
+        });
         if let ContactKey::Triangles(s, t) = key {
-            self.pairs.multiplicity[i] = self.topology().multiplicities(s, t);
+            self.pairs.multiplicity[id as usize] = self.topology().multiplicities(s, t);
             self.stats.triangle_pairs += 1;
         }
-        let p = &mut self.pairs;
-        p.key[i] = key;
-        p.verts[i] = verts;
-        p.certified[i] = 1;
-        p.active[i] = 0;
-        p.live[i] = true;
-        p.cert[i] = events.insert(EventKind::Certificate, id).id;
-        self.index.insert(key, id);
-        self.contingency.add(id, &verts[..key.vertex_count()]);
-        self.stats.certificates_peak = self.stats.certificates_peak.max(self.index.len());
+        self.stats.certificates_peak = self.stats.certificates_peak.max(self.pairs.live_count());
         self.certify(id, state, t, queue);
     }
 
     fn remove_pair(&mut self, id: u32, events: &mut EventTable, queue: &mut EventQueue) {
-        let i = id as usize;
-        debug_assert_eq!(self.pairs.active[i], 0);
-        let cert = self.pairs.cert[i];
+        let cert = self.pairs.remove(id);
         queue.remove(cert);
         let _ = events.remove(events.handle(cert));
-        self.index.remove(&self.pairs.key[i]);
-        self.contingency
-            .remove(id, &self.pairs.verts[i][..self.pairs.key[i].vertex_count()]);
-        self.pairs.live[i] = false;
-        self.pairs.slab[i] = None;
-        self.free_pairs.push(id);
-    }
-
-    /// `value(v)` for each vertex `v` of pair `id`, in six slots (zero past the pair's own).
-    fn gather(&self, id: u32, value: impl Fn(usize) -> DVec3) -> [DVec3; 6] {
-        let mut out = [DVec3::ZERO; 6];
-        for (slot, &v) in out.iter_mut().zip(self.pair_verts(id)) {
-            *slot = value(v as usize);
-        }
-        out
-    }
-
-    /// Positions at `t` and velocities of a pair's vertices.
-    fn kinematics(&self, id: u32, state: &VertexState, t: f64) -> Motion {
-        Motion {
-            key: self.pairs.key[id as usize],
-            x: self.gather(id, |v| state.position_at(v, t)),
-            v: self.gather(id, |v| state.v[v]),
-        }
     }
 
     /// Builds a new slab for the pair's certified layer at time `t` and schedules its failure.
     fn certify(&mut self, id: u32, state: &VertexState, t: f64, queue: &mut EventQueue) {
         let i = id as usize;
-        let motion = self.kinematics(id, state, t);
+        let motion = self.pairs.kinematics(id, state, t);
         let eta = SLAB_MARGIN * self.schedule.eta(self.pairs.certified[i]);
         let slab = motion.build_slab(eta);
         self.pairs.slab[i] = slab;
@@ -561,13 +450,13 @@ impl Contact {
         let i = id as usize;
         let mut slab = self.pairs.slab[i]?;
         if self.quality_loss.is_some() {
-            let v = self.gather(id, |v| state.v[v]);
+            let v = self.pairs.gather(id, |v| state.v[v]);
             if within_budget_at_shape(self.pairs.key[i], &slab, &v, &self.pairs.budget[i]) {
                 return None;
             }
         }
         slab.point += (t - self.pairs.slab_time[i]) * slab.velocity;
-        let motion = self.kinematics(id, state, t);
+        let motion = self.pairs.kinematics(id, state, t);
         let breach = self.auditing && !motion.holds(&slab, 0.0);
         let (dt, budget) = motion.schedule(&slab, self.quality_loss);
         Some(Retimed {
@@ -618,7 +507,7 @@ impl Contact {
                     if !due {
                         self.breach = Some(format!(
                             "the slab of pair {} (layer {}) no longer holds",
-                            self.describe(id),
+                            self.pairs.describe(id),
                             self.pairs.certified[i]
                         ));
                     }
@@ -653,7 +542,7 @@ impl Contact {
         self.audit_boxes(state, t);
         self.sweep(vertices, state, t, events, queue);
         let mut ids = std::mem::take(&mut self.contingent);
-        self.contingency.contingent(vertices, &mut ids);
+        self.pairs.contingent(vertices, &mut ids);
         self.reschedule(&ids, state, t, queue);
         self.contingent = ids;
     }
@@ -708,7 +597,7 @@ impl Contact {
         self.all_vertices = all;
         let mut ids = std::mem::take(&mut self.contingent);
         ids.clear();
-        ids.extend((0..self.pairs.key.len() as u32).filter(|&id| self.pairs.live[id as usize]));
+        ids.extend((0..self.pairs.slots()).filter(|&id| self.pairs.live[id as usize]));
         self.reschedule(&ids, state, t, queue);
         self.contingent = ids;
     }
@@ -748,7 +637,7 @@ impl Contact {
             found.clear();
             self.boxes.advance(t, &mut |k| found.push(k), &mut |_| {});
             self.adopt(found, state, t, events, queue);
-            for id in 0..self.pairs.key.len() as u32 {
+            for id in 0..self.pairs.slots() {
                 let i = id as usize;
                 if self.pairs.live[i]
                     && self.pairs.active[i] == 0
@@ -770,7 +659,7 @@ impl Contact {
             self.contact_keys(&lost);
             let keys = std::mem::take(&mut self.found_pairs);
             for &key in &keys {
-                if let Some(&id) = self.index.get(&key) {
+                if let Some(id) = self.pairs.id(&key) {
                     if self.pairs.active[id as usize] == 0 && !self.overlaps(key) {
                         self.remove_pair(id, events, queue);
                     }
@@ -793,7 +682,7 @@ impl Contact {
         let _zone = zone!("slab");
         self.stats.slab_events += 1;
         let i = id as usize;
-        let motion = self.kinematics(id, state, t);
+        let motion = self.pairs.kinematics(id, state, t);
         let d = motion.distance();
         self.stats.min_distance = self.stats.min_distance.min(d);
         let layer = self.pairs.certified[i];
@@ -805,7 +694,7 @@ impl Contact {
             if let Some(vertices) = self.kinematic_feature(id, &motion, state, near) {
                 return Err(RunError::KinematicContact {
                     time: t,
-                    pair: self.describe(id),
+                    pair: self.pairs.describe(id),
                     vertices,
                 });
             }
@@ -841,6 +730,7 @@ impl Contact {
     fn breach(&self, id: u32, layer: u32, d: f64, t: f64, state: &VertexState) -> RunError {
         let i = id as usize;
         let speed = self
+            .pairs
             .pair_verts(id)
             .iter()
             .map(|&v| state.v[v as usize].length())
@@ -850,7 +740,7 @@ impl Contact {
         if rounding > (SLAB_MARGIN - 1.0) * eta {
             return RunError::TimeResolution {
                 time: t,
-                pair: self.describe(id),
+                pair: self.pairs.describe(id),
                 layer,
                 speed,
             };
@@ -861,7 +751,7 @@ impl Contact {
             message: format!(
                 "pair {} reached distance {d:e} inside layer {layer} (eta {eta:e}) before the \
                  layer was active",
-                self.describe(i as u32),
+                self.pairs.describe(i as u32),
             ),
         }
     }
@@ -911,7 +801,7 @@ impl Contact {
     fn no_progress(&self, id: u32, l: u32, t: f64, h: f64) -> RunError {
         RunError::NoProgress {
             time: t,
-            pair: self.describe(id),
+            pair: self.pairs.describe(id),
             layer: l,
             clock: h,
         }
@@ -1014,7 +904,7 @@ impl Contact {
         {
             return Err(RunError::SpeedRunaway {
                 time: t,
-                vertex: describe_vertices(&self.objects, &[v]),
+                vertex: self.pairs.describe_vertex(v),
                 speed: state.v[v as usize].length(),
                 limit: self.speed_limit,
             });
@@ -1066,9 +956,7 @@ impl Contact {
 
     /// Live pairs with a penalty layer active: their vertices and deepest active layer.
     pub(super) fn penalized(&self) -> impl Iterator<Item = (&[u32], u32)> + '_ {
-        (0..self.pairs.key.len())
-            .filter(|&i| self.pairs.live[i] && self.pairs.active[i] > 0)
-            .map(|i| (self.pair_verts(i as u32), self.pairs.active[i]))
+        self.pairs.penalized()
     }
 
     /// The clock of layer `l`, which has been active (so its clock is known).
@@ -1134,14 +1022,14 @@ impl Contact {
                 .is_some_and(|due| due <= t);
             if let (Some(slab), false) = (&self.pairs.slab[i], due) {
                 let t0 = self.pairs.slab_time[i];
-                if !self.kinematics(id, state, t0).holds(slab, t - t0) {
+                if !self.pairs.kinematics(id, state, t0).holds(slab, t - t0) {
                     return Err(format!(
                         "the slab of pair {key:?} (layer {}) no longer holds",
                         self.pairs.certified[i]
                     ));
                 }
             }
-            let d = self.kinematics(id, state, t).distance();
+            let d = self.pairs.kinematics(id, state, t).distance();
             let active = self.pairs.active[i];
             let needed = self.schedule.layers_containing(d).unwrap_or(0);
             if needed > active {
@@ -1162,111 +1050,4 @@ struct Retimed {
     when: f64,
     budget: ClosingBudget<6>,
     breach: bool,
-}
-
-/// Closest distance of a feature pair at positions `x`.
-fn feature_distance(key: PairKey, x: &[DVec3; 4]) -> f64 {
-    match key {
-        PairKey::VertexTriangle(..) => vertex_triangle(x[0], x[1], x[2], x[3]).distance,
-        PairKey::EdgeEdge(..) => edge_edge(x[0], x[1], x[2], x[3]).distance,
-    }
-}
-
-/// Closest distance of feature pair `feature` of a triangle pair at positions `x`.
-fn local_feature_distance(feature: TriangleFeature, x: &[DVec3; 6]) -> f64 {
-    let [p, a, b, c] = feature.verts().map(|k| x[k]);
-    match feature {
-        TriangleFeature::VertexTriangle(_) => vertex_triangle(p, a, b, c).distance,
-        TriangleFeature::EdgeEdge(_) => edge_edge(p, a, b, c).distance,
-    }
-}
-
-/// The first four of a pair's six vertex slots: a feature pair's.
-fn first_four<T>(x: &[T; 6]) -> &[T; 4] {
-    x.first_chunk().expect("six slots hold four")
-}
-
-/// Evaluates `$body` with `$x` (and each further name) bound to the first four or all six of
-/// the given six-slot arrays, by the shape of contact pair `$key`, so that the slab functions
-/// run on arrays of the pair's own length.
-macro_rules! at_shape {
-    ($key:expr, |$($x:ident),+| $body:expr) => {
-        match $key {
-            ContactKey::Triangles(..) => $body,
-            ContactKey::Feature(_) => {
-                $(let $x = first_four($x);)+
-                $body
-            }
-        }
-    };
-}
-
-/// Widens a feature pair's four-vertex budget to the six slots of the pair table.
-fn widen<const N: usize>(budget: ClosingBudget<N>) -> ClosingBudget<6> {
-    let mut out = no_budget();
-    out[..N].copy_from_slice(&budget);
-    out
-}
-
-/// [`within_budget`] for a pair of shape `key` (velocities and budget in six slots).
-fn within_budget_at_shape(
-    key: ContactKey,
-    slab: &Slab,
-    v: &[DVec3; 6],
-    budget: &ClosingBudget<6>,
-) -> bool {
-    at_shape!(key, |v, budget| within_budget(
-        slab,
-        v,
-        key.a_count(),
-        budget
-    ))
-}
-
-/// A contact pair's vertices at one time, side A first, in six slots (a feature pair uses the
-/// first four), and the slab arithmetic of its shape.
-#[derive(Clone, Copy, Debug)]
-struct Motion {
-    key: ContactKey,
-    x: [DVec3; 6],
-    v: [DVec3; 6],
-}
-
-impl Motion {
-    /// [`build_slab`] for the pair.
-    fn build_slab(&self, eta: f64) -> Option<Slab> {
-        let (x, v, a) = (&self.x, &self.v, self.key.a_count());
-        at_shape!(self.key, |x, v| build_slab(x, v, a, eta))
-    }
-
-    /// When to look at a slab built or re-timed now (an offset), and the budget of kicks it
-    /// tolerates until then: its exact failure time, or a fuzzy schedule with quality loss
-    /// `quality_loss`.
-    fn schedule(&self, slab: &Slab, quality_loss: Option<f64>) -> (f64, ClosingBudget<6>) {
-        let (x, v, a) = (&self.x, &self.v, self.key.a_count());
-        at_shape!(self.key, |x, v| match quality_loss {
-            Some(ql) => {
-                let (dt, budget) = fuzzy_schedule(slab, x, v, a, ql);
-                (dt, widen(budget))
-            }
-            None => (failure_time(slab, x, v, a), no_budget()),
-        })
-    }
-
-    /// [`holds`] for the pair at offset `dt`.
-    fn holds(&self, slab: &Slab, dt: f64) -> bool {
-        let (x, v, a) = (&self.x, &self.v, self.key.a_count());
-        at_shape!(self.key, |x, v| holds(slab, x, v, a, dt))
-    }
-
-    /// The pair's closest distance.
-    fn distance(&self) -> f64 {
-        match self.key {
-            ContactKey::Feature(f) => feature_distance(f, first_four(&self.x)),
-            ContactKey::Triangles(..) => {
-                let x = &self.x;
-                triangle_triangle([x[0], x[1], x[2]], [x[3], x[4], x[5]]).distance
-            }
-        }
-    }
 }
