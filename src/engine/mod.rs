@@ -522,10 +522,11 @@ impl Simulation {
 
     fn refresh_stats(&mut self) {
         if let Some(c) = &self.contact {
-            self.stats.contact = Some(c.stats.clone());
-            self.stats.events.contact = c.stats.slab_events
-                + c.stats.broad_phase_events
-                + c.stats.penalty_events_per_layer.iter().sum::<u64>();
+            let stats = c.stats();
+            self.stats.events.contact = stats.slab_events
+                + stats.broad_phase_events
+                + stats.penalty_events_per_layer.iter().sum::<u64>();
+            self.stats.contact = Some(stats);
         }
         self.stats.events_total = self.stats.events.total();
         self.stats.events_per_second = if self.stats.wall_seconds > 0.0 {

@@ -15,12 +15,12 @@
 use glam::DVec3;
 use rayon::prelude::*;
 
+mod audit;
+mod certification;
 mod motion;
 mod pair_table;
 
-use motion::{
-    feature_distance, first_four, local_feature_distance, within_budget_at_shape, Motion,
-};
+use motion::{feature_distance, first_four, local_feature_distance, Motion};
 
 use super::layer_events::{LayerEvents, Member};
 use super::triangle_pairs::TriangleTopology;
@@ -34,31 +34,20 @@ use crate::contact::ContactKey;
 use crate::contact::PairKey;
 use crate::events::EventId;
 use crate::events::{EventKind, EventQueue, EventTable};
-use crate::kds::slab::{no_budget, ClosingBudget, Slab};
 use crate::kds::{BroadPhase, BroadPhaseKind, BroadPhaseStats};
 use crate::mesh::TriangleList;
 use crate::profile::zone;
 use crate::state::VertexState;
+use audit::Audit;
+use certification::{Certifier, SLAB_MARGIN};
 use pair_table::{Keeps, PairTable};
 
 /// Layer activation threshold: a failing layer-`l` slab activates layer `l` when the pair is
 /// closer than `ACTIVATION * eta(l)` (thesis §5.3: 11/10).
 const ACTIVATION: f64 = 1.1;
 
-/// Slabs certify a gap this much wider than the layer, so that round-off in evaluating their
-/// linear conditions can never let a pair reach `eta(l)` unannounced: when two sheets approach
-/// face to face every slab condition fails at once, exactly at `d = eta`.
-const SLAB_MARGIN: f64 = 1.0 + 1e-9;
-
 /// Layer ticks with at least this many members compute their impulses on the thread pool.
 const PARALLEL_TICK: usize = 256;
-
-/// Reschedules of at least this many certificates compute their failure times on the pool.
-const PARALLEL_RESCHEDULE: usize = 512;
-
-/// Pairs re-timed per chunk of [`Contact::reschedule`]: bounds its scratch of new slabs (144
-/// bytes a pair) while leaving each parallel chunk many times [`PARALLEL_RESCHEDULE`].
-const RESCHEDULE_CHUNK: usize = 8192;
 
 /// Contact statistics for `stats.json`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -110,12 +99,14 @@ pub(super) struct Contact {
     safety: f64,
     m_min: f64,
     window: f64,
-    /// Fuzzy trajectories' quality loss `QL` (thesis §8.2), or `None` for exact schedules.
-    quality_loss: Option<f64>,
     boxes: BroadPhase,
     /// The triangle adjacency of triangle-pair contact (`speed.triangle_pairs`), or `None`.
     triangle_pairs: Option<TriangleTopology>,
     pairs: PairTable,
+    certifier: Certifier,
+    audit: Audit,
+    /// Scratch: the pairs contingent on the vertices of a kick.
+    contingent: Vec<u32>,
     layer_events: LayerEvents,
     clocks: Vec<f64>,
     /// Per vertex: the layer tick that last collected it (dedupes the kicked vertices).
@@ -123,29 +114,17 @@ pub(super) struct Contact {
     vertex_epoch: u32,
     kicked: Vec<u32>,
     impulses: Vec<PairImpulse<6>>,
-    /// Scratch of `reschedule`: the contingent pairs, their new slabs and queue updates.
-    contingent: Vec<u32>,
-    retimed: Vec<Option<Retimed>>,
-    updates: Vec<(EventId, f64)>,
     broad_event: EventId,
     found: Vec<PairKey>,
     /// Scratch: the contact pairs standing for `found`.
     found_pairs: Vec<ContactKey>,
     /// `0..n`, the stencil of whole-mesh events.
     all_vertices: Vec<u32>,
-    /// Whether to park certificates beyond the next all-vertex event (`speed.parking`).
-    parking: bool,
     /// Whether the broad phase short-circuits at the next all-vertex event
     /// (`speed.short_circuit`).
     short_circuit: bool,
-    /// Slab certificates failing after this time are parked: the next all-vertex event, which
-    /// re-times every slab (`+inf` while parking is off or before the first such event).
-    park_after: f64,
-    /// Whether to audit certificates as they are re-timed (see [`Contact::audit`]).
-    auditing: bool,
-    /// The first breach the audit found, waiting for the loop to report it.
-    breach: Option<String>,
-    pub(super) stats: ContactStats,
+    /// The counters kept here; the certifier keeps its own ([`Self::stats`] joins them).
+    stats: ContactStats,
 }
 
 /// Settings the contact subsystem needs from the scene.
@@ -228,10 +207,11 @@ impl Contact {
             safety: setup.safety,
             m_min,
             window: setup.window,
-            quality_loss: setup.quality_loss,
             boxes,
             triangle_pairs,
             pairs: PairTable::new(n, keeps, setup.objects),
+            certifier: Certifier::new(setup.schedule, setup.quality_loss, setup.parking),
+            audit: Audit::default(),
             layer_events: LayerEvents::new(setup.layer_super_events),
             clocks: Vec::new(),
             vertex_stamp: vec![0; n],
@@ -239,15 +219,7 @@ impl Contact {
             kicked: Vec::new(),
             impulses: Vec::new(),
             contingent: Vec::new(),
-            retimed: Vec::new(),
-            // A fuzzy slab keeps its time across all-vertex events: one parked there would
-            // never be queued again.
-            parking: setup.parking && setup.quality_loss.is_none(),
             short_circuit: setup.short_circuit,
-            park_after: f64::INFINITY,
-            auditing: false,
-            breach: None,
-            updates: Vec::new(),
             broad_event,
             found: Vec::new(),
             found_pairs: Vec::new(),
@@ -393,139 +365,13 @@ impl Contact {
             self.stats.triangle_pairs += 1;
         }
         self.stats.certificates_peak = self.stats.certificates_peak.max(self.pairs.live_count());
-        self.certify(id, state, t, queue);
+        self.certifier.certify(&mut self.pairs, id, state, t, queue);
     }
 
     fn remove_pair(&mut self, id: u32, events: &mut EventTable, queue: &mut EventQueue) {
         let cert = self.pairs.remove(id);
         queue.remove(cert);
         let _ = events.remove(events.handle(cert));
-    }
-
-    /// Builds a new slab for the pair's certified layer at time `t` and schedules its failure.
-    fn certify(&mut self, id: u32, state: &VertexState, t: f64, queue: &mut EventQueue) {
-        let i = id as usize;
-        let motion = self.pairs.kinematics(id, state, t);
-        let eta = SLAB_MARGIN * self.schedule.eta(self.pairs.certified[i]);
-        let slab = motion.build_slab(eta);
-        self.pairs.slab[i] = slab;
-        self.pairs.slab_time[i] = t;
-        // A pair too close to certify now is looked at again at once: the failure handler
-        // activates the layer.
-        let (dt, budget) = slab.map_or((0.0, no_budget()), |s| {
-            motion.schedule(&s, self.quality_loss)
-        });
-        self.pairs.set_budget(i, budget);
-        self.schedule_cert(id, t + dt, queue);
-    }
-
-    fn schedule_cert(&mut self, id: u32, when: f64, queue: &mut EventQueue) {
-        let cert = self.pairs.cert[id as usize];
-        match self.queued_time(when) {
-            Some(when) => queue.update(cert, when),
-            None => {
-                queue.remove(cert);
-            }
-        }
-    }
-
-    /// Whether a slab failing at `when` goes into the event queue (`Some(when)`) or stays out of
-    /// it: it never fails, or it is parked because it fails after the next all-vertex event,
-    /// which re-times every slab before it could be due (the parking area is the pair table).
-    fn queued_time(&mut self, when: f64) -> Option<f64> {
-        if !when.is_finite() {
-            return None;
-        }
-        if when > self.park_after {
-            self.stats.parked += 1;
-            return None;
-        }
-        Some(when)
-    }
-
-    /// Pair `id`'s slab advanced to `t` and its next look under the velocities at `t`; `None`
-    /// for a pair with no slab, or whose vertices all stayed within the slab's fuzzy-trajectory
-    /// budget (its time stands). Pure, so that many pairs are re-timed in parallel.
-    fn retime(&self, id: u32, state: &VertexState, t: f64) -> Option<Retimed> {
-        let i = id as usize;
-        let mut slab = self.pairs.slab[i]?;
-        if self.quality_loss.is_some() {
-            let v = self.pairs.gather(id, |v| state.v[v]);
-            if within_budget_at_shape(self.pairs.key[i], &slab, &v, &self.pairs.budget[i]) {
-                return None;
-            }
-        }
-        slab.point += (t - self.pairs.slab_time[i]) * slab.velocity;
-        let motion = self.pairs.kinematics(id, state, t);
-        let breach = self.auditing && !motion.holds(&slab, 0.0);
-        let (dt, budget) = motion.schedule(&slab, self.quality_loss);
-        Some(Retimed {
-            slab,
-            when: t + dt,
-            budget,
-            breach,
-        })
-    }
-
-    /// Re-times the slabs of `ids` for the new velocities at `t`: failure times are computed in
-    /// parallel for large batches, then applied to the queue as one batch in `ids` order.
-    ///
-    /// The new slabs are computed [`RESCHEDULE_CHUNK`] pairs at a time, so that the scratch
-    /// holds one chunk's slabs, not one for every pair of a whole-mesh event.
-    fn reschedule(&mut self, ids: &[u32], state: &VertexState, t: f64, queue: &mut EventQueue) {
-        self.stats.reschedules += ids.len() as u64;
-        let mut retimed = std::mem::take(&mut self.retimed);
-        let mut updates = std::mem::take(&mut self.updates);
-        updates.clear();
-        for chunk in ids.chunks(RESCHEDULE_CHUNK) {
-            let this = &*self;
-            if chunk.len() >= PARALLEL_RESCHEDULE {
-                chunk
-                    .par_iter()
-                    .map(|&id| this.retime(id, state, t))
-                    .collect_into_vec(&mut retimed);
-            } else {
-                retimed.clear();
-                retimed.extend(chunk.iter().map(|&id| this.retime(id, state, t)));
-            }
-            for (&id, r) in chunk.iter().zip(&retimed) {
-                let Some(Retimed {
-                    slab,
-                    when,
-                    budget,
-                    breach,
-                }) = *r
-                else {
-                    continue;
-                };
-                self.stats.retimes += 1;
-                let i = id as usize;
-                if breach && self.breach.is_none() {
-                    let due = queue
-                        .time_of(self.pairs.cert[i])
-                        .is_some_and(|due| due <= t);
-                    if !due {
-                        self.breach = Some(format!(
-                            "the slab of pair {} (layer {}) no longer holds",
-                            self.pairs.describe(id),
-                            self.pairs.certified[i]
-                        ));
-                    }
-                }
-                self.pairs.slab[i] = Some(slab);
-                self.pairs.slab_time[i] = t;
-                self.pairs.set_budget(i, budget);
-                match self.queued_time(when) {
-                    Some(when) => updates.push((self.pairs.cert[i], when)),
-                    None => {
-                        queue.remove(self.pairs.cert[i]);
-                    }
-                }
-            }
-        }
-        queue.update_batch(&updates);
-        self.retimed = retimed;
-        self.updates = updates;
     }
 
     /// After the velocities of `vertices` changed at `t`: re-sweep their boxes (new pairs get
@@ -539,11 +385,12 @@ impl Contact {
         queue: &mut EventQueue,
     ) {
         let _zone = zone!("reschedule");
-        self.audit_boxes(state, t);
+        self.audit.boxes(&self.boxes, state, t);
         self.sweep(vertices, state, t, events, queue);
         let mut ids = std::mem::take(&mut self.contingent);
         self.pairs.contingent(vertices, &mut ids);
-        self.reschedule(&ids, state, t, queue);
+        self.certifier
+            .reschedule(&mut self.pairs, &mut self.audit, &ids, state, t, queue);
         self.contingent = ids;
     }
 
@@ -567,7 +414,7 @@ impl Contact {
     /// Whether [`after_global_kick`](Self::after_global_kick) uses the time of the next
     /// all-vertex event (parking or short-circuiting is on).
     pub(super) fn schedules_against_all_vertex_events(&self) -> bool {
-        self.parking || self.short_circuit
+        self.certifier.parks() || self.short_circuit
     }
 
     /// After every vertex's velocity may have changed at `t` (a super-element or gravity tick):
@@ -585,10 +432,8 @@ impl Contact {
         queue: &mut EventQueue,
     ) {
         let _zone = zone!("reschedule_all");
-        self.audit_boxes(state, t);
-        if self.parking {
-            self.park_after = next;
-        }
+        self.audit.boxes(&self.boxes, state, t);
+        self.certifier.park_after(next);
         if self.short_circuit {
             self.boxes.short_circuit(t, next);
         }
@@ -598,7 +443,8 @@ impl Contact {
         let mut ids = std::mem::take(&mut self.contingent);
         ids.clear();
         ids.extend((0..self.pairs.slots()).filter(|&id| self.pairs.live[id as usize]));
-        self.reschedule(&ids, state, t, queue);
+        self.certifier
+            .reschedule(&mut self.pairs, &mut self.audit, &ids, state, t, queue);
         self.contingent = ids;
     }
 
@@ -629,7 +475,7 @@ impl Contact {
     ) {
         let _zone = zone!("broad_phase");
         self.stats.broad_phase_events += 1;
-        self.audit_boxes(state, t);
+        self.audit.boxes(&self.boxes, state, t);
         if t >= self.boxes.window_end() {
             let end = t + self.window;
             self.rebuild(state, t, end, events, queue);
@@ -701,7 +547,7 @@ impl Contact {
             self.activate(id, layer, t, events, queue)?;
             self.pairs.certified[i] = layer + 1;
         }
-        self.certify(id, state, t, queue);
+        self.certifier.certify(&mut self.pairs, id, state, t, queue);
         Ok(())
     }
 
@@ -921,7 +767,8 @@ impl Contact {
             if self.pairs.active[i] == l && result.distance > params.eta && result.separating {
                 self.pairs.active[i] = l - 1;
                 self.pairs.certified[i] = l;
-                self.certify(m.pair, state, t, queue);
+                self.certifier
+                    .certify(&mut self.pairs, m.pair, state, t, queue);
             } else {
                 members[kept] = m;
                 kept += 1;
@@ -933,25 +780,26 @@ impl Contact {
         Ok(())
     }
 
+    /// Contact statistics for `stats.json`.
+    pub(super) fn stats(&self) -> ContactStats {
+        let c = self.certifier.stats;
+        ContactStats {
+            reschedules: c.reschedules,
+            retimes: c.retimes,
+            parked: c.parked,
+            ..self.stats.clone()
+        }
+    }
+
     /// Turns the interval audit on: every certificate is checked whenever its trajectory is about
     /// to change (see [`Contact::audit`]).
     pub(super) fn set_auditing(&mut self, on: bool) {
-        self.auditing = on;
+        self.audit.on = on;
     }
 
     /// The first breach the interval audit found since the last call.
     pub(super) fn take_breach(&mut self) -> Option<String> {
-        self.breach.take()
-    }
-
-    /// Audit: every vertex is still inside its broad-phase box (before the boxes of kicked
-    /// vertices are swept again).
-    fn audit_boxes(&mut self, state: &VertexState, t: f64) {
-        if self.auditing && self.breach.is_none() {
-            if let Err(e) = self.boxes.audit(state, t) {
-                self.breach = Some(e);
-            }
-        }
+        self.audit.take()
     }
 
     /// Live pairs with a penalty layer active: their vertices and deepest active layer.
@@ -997,57 +845,13 @@ impl Contact {
         total
     }
 
-    /// The full audit at time `t`: every live slab not yet due holds, every candidate pair closer
-    /// than `eta(l)` has layers `1..=l` active, and every vertex is inside its swept box.
-    ///
-    /// `--audit` runs it when a run ends, and between ends checks each certificate and box
-    /// whenever the trajectories it covers are about to change (a kick re-times it, a window
-    /// rebuilds it). Slab and box conditions are affine in time along linear trajectories, so a
-    /// condition that holds when it is made and again just before its trajectory changes holds
-    /// at every event in between: this is the audit after every event, without its cost.
+    /// The full audit at time `t` (see [`audit::full`]).
     pub(super) fn audit(
         &self,
         state: &VertexState,
         t: f64,
         queue: &EventQueue,
     ) -> Result<(), String> {
-        for i in 0..self.pairs.key.len() {
-            if !self.pairs.live[i] {
-                continue;
-            }
-            let id = i as u32;
-            let key = self.pairs.key[i];
-            let due = queue
-                .time_of(self.pairs.cert[i])
-                .is_some_and(|due| due <= t);
-            if let (Some(slab), false) = (&self.pairs.slab[i], due) {
-                let t0 = self.pairs.slab_time[i];
-                if !self.pairs.kinematics(id, state, t0).holds(slab, t - t0) {
-                    return Err(format!(
-                        "the slab of pair {key:?} (layer {}) no longer holds",
-                        self.pairs.certified[i]
-                    ));
-                }
-            }
-            let d = self.pairs.kinematics(id, state, t).distance();
-            let active = self.pairs.active[i];
-            let needed = self.schedule.layers_containing(d).unwrap_or(0);
-            if needed > active {
-                return Err(format!(
-                    "pair {key:?} is {d:e} apart, inside layer {needed}, but only layers 1..={active} are active"
-                ));
-            }
-        }
-        self.boxes.audit(state, t)
+        audit::full(&self.pairs, &self.schedule, &self.boxes, state, t, queue)
     }
-}
-
-/// A slab advanced to the re-timing time, its new failure time, and whether the audit found it
-/// broken at that time.
-#[derive(Clone, Copy, Debug)]
-struct Retimed {
-    slab: Slab,
-    when: f64,
-    budget: ClosingBudget<6>,
-    breach: bool,
 }
