@@ -13,23 +13,19 @@
 //! and schedules a layer; only penalty ticks write vertex state.
 
 use glam::DVec3;
-use rayon::prelude::*;
 
 mod audit;
 mod certification;
+mod layer_ticks;
 mod motion;
 mod pair_table;
 
 use motion::{feature_distance, first_four, local_feature_distance, Motion};
 
-use super::layer_events::{LayerEvents, Member};
 use super::triangle_pairs::TriangleTopology;
 use super::{ObjectRange, RunError};
 use crate::contact::closest::TRIANGLE_PAIR_FEATURES;
 use crate::contact::layers::LayerSchedule;
-use crate::contact::penalty::{
-    edge_edge_impulse, triangle_pair_impulse, vertex_triangle_impulse, PairImpulse, PenaltyParams,
-};
 use crate::contact::ContactKey;
 use crate::contact::PairKey;
 use crate::events::EventId;
@@ -40,14 +36,12 @@ use crate::profile::zone;
 use crate::state::VertexState;
 use audit::Audit;
 use certification::{Certifier, SLAB_MARGIN};
+use layer_ticks::{LayerLaw, LayerTicks};
 use pair_table::{Keeps, PairTable};
 
 /// Layer activation threshold: a failing layer-`l` slab activates layer `l` when the pair is
 /// closer than `ACTIVATION * eta(l)` (thesis §5.3: 11/10).
 const ACTIVATION: f64 = 1.1;
-
-/// Layer ticks with at least this many members compute their impulses on the thread pool.
-const PARALLEL_TICK: usize = 256;
 
 /// Contact statistics for `stats.json`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -90,30 +84,19 @@ pub struct ContactStats {
 /// Contact state and its events (see the module docs).
 #[derive(Debug)]
 pub(super) struct Contact {
-    /// A penalty tick that speeds a vertex past this stops the run (`Scene::resolvable_speed`).
-    speed_limit: f64,
     schedule: LayerSchedule,
-    cor: f64,
-    mu: f64,
-    friction_cap: bool,
-    safety: f64,
-    m_min: f64,
     window: f64,
     boxes: BroadPhase,
     /// The triangle adjacency of triangle-pair contact (`speed.triangle_pairs`), or `None`.
     triangle_pairs: Option<TriangleTopology>,
     pairs: PairTable,
     certifier: Certifier,
+    layers: LayerTicks,
     audit: Audit,
+    /// Scratch: the members that left their layer at a tick.
+    left: Vec<u32>,
     /// Scratch: the pairs contingent on the vertices of a kick.
     contingent: Vec<u32>,
-    layer_events: LayerEvents,
-    clocks: Vec<f64>,
-    /// Per vertex: the layer tick that last collected it (dedupes the kicked vertices).
-    vertex_stamp: Vec<u32>,
-    vertex_epoch: u32,
-    kicked: Vec<u32>,
-    impulses: Vec<PairImpulse<6>>,
     broad_event: EventId,
     found: Vec<PairKey>,
     /// Scratch: the contact pairs standing for `found`.
@@ -199,25 +182,27 @@ impl Contact {
             budget: setup.quality_loss.is_some(),
         };
         let mut contact = Self {
-            speed_limit: setup.speed_limit,
             schedule: setup.schedule,
-            cor: setup.cor,
-            mu: setup.mu,
-            friction_cap: setup.friction_cap,
-            safety: setup.safety,
-            m_min,
             window: setup.window,
             boxes,
             triangle_pairs,
             pairs: PairTable::new(n, keeps, setup.objects),
             certifier: Certifier::new(setup.schedule, setup.quality_loss, setup.parking),
+            layers: LayerTicks::new(
+                LayerLaw {
+                    schedule: setup.schedule,
+                    cor: setup.cor,
+                    mu: setup.mu,
+                    friction_cap: setup.friction_cap,
+                    safety: setup.safety,
+                    layer_super_events: setup.layer_super_events,
+                    speed_limit: setup.speed_limit,
+                },
+                n,
+                m_min,
+            ),
             audit: Audit::default(),
-            layer_events: LayerEvents::new(setup.layer_super_events),
-            clocks: Vec::new(),
-            vertex_stamp: vec![0; n],
-            vertex_epoch: 0,
-            kicked: Vec::new(),
-            impulses: Vec::new(),
+            left: Vec::new(),
             contingent: Vec::new(),
             short_circuit: setup.short_circuit,
             broad_event,
@@ -544,7 +529,8 @@ impl Contact {
                     vertices,
                 });
             }
-            self.activate(id, layer, t, events, queue)?;
+            self.layers
+                .activate(&mut self.pairs, id, layer, t, events, queue)?;
             self.pairs.certified[i] = layer + 1;
         }
         self.certifier.certify(&mut self.pairs, id, state, t, queue);
@@ -602,61 +588,10 @@ impl Contact {
         }
     }
 
-    /// The clock of layer `l`.
-    fn clock(&mut self, l: u32) -> f64 {
-        while self.clocks.len() < l as usize {
-            let next = self.clocks.len() as u32 + 1;
-            self.clocks
-                .push(self.schedule.clock(next, self.m_min, self.safety));
-        }
-        self.clocks[l as usize - 1]
-    }
-
-    /// Makes pair `id` a member of layer `l`, whose next tick is after `t`.
-    fn activate(
-        &mut self,
-        id: u32,
-        l: u32,
-        t: f64,
-        events: &mut EventTable,
-        queue: &mut EventQueue,
-    ) -> Result<(), RunError> {
-        let h = self.clock(l);
-        if h.is_nan() || h <= 0.0 || t + h <= t {
-            return Err(self.no_progress(id, l, t, h));
-        }
-        let i = id as usize;
-        debug_assert_eq!(self.pairs.active[i] + 1, l);
-        let member = Member {
-            key: self.pairs.key[i],
-            pair: id,
-        };
-        self.layer_events.join(l, h, member, t, events, queue);
-        self.pairs.active[i] = l;
-        self.stats.deepest_layer = self.stats.deepest_layer.max(l);
-        let stats = &mut self.stats;
-        if stats.penalty_events_per_layer.len() < l as usize {
-            stats.penalty_events_per_layer.resize(l as usize, 0);
-            stats.penalty_pair_ticks_per_layer.resize(l as usize, 0);
-            stats.activations_per_layer.resize(l as usize, 0);
-        }
-        stats.activations_per_layer[l as usize - 1] += 1;
-        Ok(())
-    }
-
-    fn no_progress(&self, id: u32, l: u32, t: f64, h: f64) -> RunError {
-        RunError::NoProgress {
-            time: t,
-            pair: self.pairs.describe(id),
-            layer: l,
-            clock: h,
-        }
-    }
-
-    /// One tick of the penalty group whose event has payload `group` (one layer's super-event,
-    /// or one pair's layer): every member's impulse is computed from the state before the tick,
-    /// then applied in key order; the kicked vertices' certificates are re-timed, and members
-    /// that have left their deepest layer are dropped (lazy deactivation) and certified again.
+    /// A tick of the penalty group whose event has payload `group` (one layer's super-event,
+    /// or one pair's layer): the members' impulses are applied, the kicked vertices'
+    /// certificates are re-timed, and members that have left their deepest layer are dropped
+    /// (lazy deactivation) and certified again.
     pub(super) fn fire_layer(
         &mut self,
         group: u32,
@@ -666,127 +601,32 @@ impl Contact {
         queue: &mut EventQueue,
     ) -> Result<(), RunError> {
         let _zone = zone!("penalty");
-        let (l, mut members) = self.layer_events.take_members(group);
-        let h = self.clock(l);
-        let params = PenaltyParams {
-            eta: self.schedule.eta(l),
-            r: self.schedule.r(l),
-            h,
-            cor: self.cor,
-            mu: self.mu,
-            friction_cap: self.friction_cap,
-        };
-        let mut impulses = std::mem::take(&mut self.impulses);
-        let pairs = &self.pairs;
-        let frozen: &VertexState = state;
-        let impulse = |m: &Member| {
-            let verts = &pairs.verts[m.pair as usize];
-            let x = verts.map(|v| frozen.position_at(v as usize, t));
-            let v = verts.map(|v| frozen.v[v as usize]);
-            let inv_mass = verts.map(|v| frozen.inv_mass[v as usize]);
-            let feature = |kernel: fn(_, _, _, &PenaltyParams) -> PairImpulse<4>| {
-                let out = kernel(
-                    *first_four(&x),
-                    *first_four(&v),
-                    *first_four(&inv_mass),
-                    &params,
-                );
-                let mut impulses = [DVec3::ZERO; 6];
-                impulses[..4].copy_from_slice(&out.impulses);
-                PairImpulse {
-                    impulses,
-                    distance: out.distance,
-                    normal: out.normal,
-                    separating: out.separating,
-                }
-            };
-            match m.key {
-                ContactKey::Feature(PairKey::VertexTriangle(..)) => {
-                    feature(vertex_triangle_impulse)
-                }
-                ContactKey::Feature(PairKey::EdgeEdge(..)) => feature(edge_edge_impulse),
-                ContactKey::Triangles(..) => {
-                    let shares = pairs.multiplicity[m.pair as usize].map(|k| 1.0 / f64::from(k));
-                    triangle_pair_impulse(x, v, inv_mass, &shares, &params)
-                }
-            }
-        };
-        if members.len() >= PARALLEL_TICK {
-            members
-                .par_iter()
-                .map(impulse)
-                .collect_into_vec(&mut impulses);
-        } else {
-            impulses.clear();
-            impulses.extend(members.iter().map(impulse));
+        let tick = self.layers.tick(group, &self.pairs, state, t)?;
+        if !tick.kicked.is_empty() {
+            self.after_kick(&tick.kicked, state, t, events, queue);
         }
-        self.stats.penalty_events_per_layer[l as usize - 1] += 1;
-        self.stats.penalty_pair_ticks_per_layer[l as usize - 1] += members.len() as u64;
-
-        self.vertex_epoch = self.vertex_epoch.wrapping_add(1);
-        if self.vertex_epoch == 0 {
-            self.vertex_stamp.fill(0);
-            self.vertex_epoch = 1;
+        let mut left = std::mem::take(&mut self.left);
+        self.layers.finish(tick, &mut self.pairs, queue, &mut left);
+        for &id in &left {
+            self.certifier.certify(&mut self.pairs, id, state, t, queue);
         }
-        let mut kicked = std::mem::take(&mut self.kicked);
-        kicked.clear();
-        for (m, result) in members.iter().zip(&impulses) {
-            self.stats.min_distance = self.stats.min_distance.min(result.distance);
-            let verts = &self.pairs.verts[m.pair as usize][..m.key.vertex_count()];
-            for (k, &vert) in verts.iter().enumerate() {
-                let before = state.v[vert as usize];
-                state.apply_impulse(vert as usize, t, result.impulses[k]);
-                if state.v[vert as usize] != before
-                    && self.vertex_stamp[vert as usize] != self.vertex_epoch
-                {
-                    self.vertex_stamp[vert as usize] = self.vertex_epoch;
-                    kicked.push(vert);
-                }
-            }
-        }
-        if let Some(&v) = kicked
-            .iter()
-            .find(|&&v| state.v[v as usize].length() > self.speed_limit)
-        {
-            return Err(RunError::SpeedRunaway {
-                time: t,
-                vertex: self.pairs.describe_vertex(v),
-                speed: state.v[v as usize].length(),
-                limit: self.speed_limit,
-            });
-        }
-        if !kicked.is_empty() {
-            self.after_kick(&kicked, state, t, events, queue);
-        }
-        self.kicked = kicked;
-
-        let mut kept = 0;
-        for k in 0..members.len() {
-            let (m, result) = (members[k], &impulses[k]);
-            let i = m.pair as usize;
-            if self.pairs.active[i] == l && result.distance > params.eta && result.separating {
-                self.pairs.active[i] = l - 1;
-                self.pairs.certified[i] = l;
-                self.certifier
-                    .certify(&mut self.pairs, m.pair, state, t, queue);
-            } else {
-                members[kept] = m;
-                kept += 1;
-            }
-        }
-        members.truncate(kept);
-        self.layer_events.finish_tick(group, members, queue);
-        self.impulses = impulses;
+        self.left = left;
         Ok(())
     }
 
     /// Contact statistics for `stats.json`.
     pub(super) fn stats(&self) -> ContactStats {
         let c = self.certifier.stats;
+        let l = &self.layers.stats;
         ContactStats {
             reschedules: c.reschedules,
             retimes: c.retimes,
             parked: c.parked,
+            deepest_layer: l.deepest_layer,
+            penalty_events_per_layer: l.penalty_events_per_layer.clone(),
+            penalty_pair_ticks_per_layer: l.penalty_pair_ticks_per_layer.clone(),
+            activations_per_layer: l.activations_per_layer.clone(),
+            min_distance: self.stats.min_distance.min(l.min_distance),
             ..self.stats.clone()
         }
     }
@@ -809,40 +649,12 @@ impl Contact {
 
     /// The clock of layer `l`, which has been active (so its clock is known).
     pub(super) fn active_clock(&self, l: u32) -> f64 {
-        self.clocks[l as usize - 1]
+        self.layers.active_clock(l)
     }
 
     /// Penalty energy of every active layer at `positions`.
     pub(super) fn energy(&self, positions: &[DVec3]) -> f64 {
-        let mut total = 0.0;
-        for i in 0..self.pairs.key.len() {
-            if !self.pairs.live[i] || self.pairs.active[i] == 0 {
-                continue;
-            }
-            let x = self.pairs.verts[i].map(|v| positions[v as usize]);
-            let active = self.pairs.active[i];
-            match self.pairs.key[i] {
-                ContactKey::Feature(f) => {
-                    let d = feature_distance(f, first_four(&x));
-                    for l in 1..=active {
-                        total += self.schedule.energy(l, d);
-                    }
-                }
-                // Each feature pair's energy, shared like its impulse.
-                ContactKey::Triangles(..) => {
-                    for (&f, k) in TRIANGLE_PAIR_FEATURES
-                        .iter()
-                        .zip(self.pairs.multiplicity[i])
-                    {
-                        let d = local_feature_distance(f, &x);
-                        for l in 1..=active {
-                            total += self.schedule.energy(l, d) / f64::from(k);
-                        }
-                    }
-                }
-            }
-        }
-        total
+        self.layers.energy(&self.pairs, positions)
     }
 
     /// The full audit at time `t` (see [`audit::full`]).
