@@ -185,12 +185,7 @@ fn main() -> ExitCode {
 fn load(profile: Option<&Path>, overrides: &[String]) -> Result<Scene, Failure> {
     Ok(match profile {
         Some(path) => profile::load(path, overrides)?,
-        None => profile::parse(
-            acm::DEFAULT_PROFILE,
-            "<built-in sheet_on_sphere>",
-            Path::new("."),
-            overrides,
-        )?,
+        None => profile::builtin(overrides)?,
     })
 }
 

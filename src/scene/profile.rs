@@ -44,6 +44,16 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Scene, ProfileError> {
     parse(&text, &file, &base, overrides)
 }
 
+/// The built-in default scene ([`crate::DEFAULT_PROFILE`]), applying `overrides` first.
+pub fn builtin(overrides: &[String]) -> Result<Scene, ProfileError> {
+    parse(
+        crate::DEFAULT_PROFILE,
+        "<built-in sheet_on_sphere>",
+        Path::new("."),
+        overrides,
+    )
+}
+
 /// Parses profile `text`; `file` names it in errors and `base` resolves relative mesh paths.
 pub fn parse(
     text: &str,
