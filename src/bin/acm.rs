@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use acm::engine::{Frame, FrameSink, RunError};
-use acm::output::{write_stats, ContactCsv, EnergyCsv, ObjFrames, StepsCsv};
+use acm::output::{write_stats, ContactCsv, EnergyCsv, FrameFormat, StepsCsv};
 use acm::profile::ZoneTotal;
 use acm::scene::profile::{self, ProfileError};
 use acm::scene::{Method, SceneError};
@@ -86,6 +86,9 @@ struct RunArgs {
     /// steps.csv.
     #[arg(long, default_value = "out")]
     out: PathBuf,
+    /// Frame files: obj (text, positions) or ply (binary, float positions and velocities).
+    #[arg(long, default_value = "obj", value_name = "obj|ply")]
+    format: FrameFormat,
     /// Stop after this many frames (the frame at t = 0 counts).
     #[arg(long, conflicts_with = "until")]
     frames: Option<u64>,
@@ -230,7 +233,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         }
     };
     let io = |e: std::io::Error| Failure::BadInput(format!("{}: {e}", args.out.display()));
-    let frames = ObjFrames::create(&args.out).map_err(io)?;
+    let frames = args.format.create(&args.out).map_err(io)?;
     let (contact_path, steps_path) = (args.out.join("contact.csv"), args.out.join("steps.csv"));
     let (contact, steps) = if acm_sim.is_some() {
         (
@@ -404,9 +407,9 @@ fn progress_bar(until: f64, frame_interval: f64) -> ProgressBar {
     bar
 }
 
-/// Frames to OBJ files and the CSV files, with a progress bar.
+/// Frames to OBJ or PLY files and the CSV files, with a progress bar.
 struct RunSink {
-    frames: ObjFrames,
+    frames: Box<dyn FrameSink + Send>,
     energy: EnergyCsv,
     /// Penalty pairs and layers per frame (ACM runs).
     contact: Option<ContactCsv>,
