@@ -44,6 +44,19 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Scene, ProfileError> {
     parse(&text, &file, &base, overrides)
 }
 
+/// How messages name the built-in default scene.
+pub const BUILTIN_NAME: &str = "<built-in sheet_on_sphere>";
+
+/// The built-in default scene ([`crate::DEFAULT_PROFILE`]), applying `overrides` first.
+pub fn builtin(overrides: &[String]) -> Result<Scene, ProfileError> {
+    parse(
+        crate::DEFAULT_PROFILE,
+        BUILTIN_NAME,
+        Path::new("."),
+        overrides,
+    )
+}
+
 /// Parses profile `text`; `file` names it in errors and `base` resolves relative mesh paths.
 ///
 /// An error caused by a `--set` override names the flag (`--set scene.durration=1: unknown
