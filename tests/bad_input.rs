@@ -4,23 +4,7 @@ mod common;
 
 use std::path::Path;
 
-use common::acm;
-
-const GOOD: &str = r#"
-[scene]
-name = "t"
-duration = 0.1
-frame_interval = 0.05
-
-[[object]]
-name = "sheet"
-mesh = { generator = "sheet", nx = 4, ny = 4, width = 10.0, depth = 10.0 }
-
-[object.material]
-density = 0.001
-stretch = 1000.0
-bend = 0.1
-"#;
+use common::{acm, SMALL_SHEET as GOOD};
 
 /// Writes `profile` (and any extra files) into a temp dir, runs `acm run` on it, and checks exit
 /// code 2 and that stderr mentions every needle.

@@ -7,23 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{acm, acm_bin};
-
-const GOOD: &str = r#"
-[scene]
-name = "t"
-duration = 0.1
-frame_interval = 0.05
-
-[[object]]
-name = "sheet"
-mesh = { generator = "sheet", nx = 4, ny = 4, width = 10.0, depth = 10.0 }
-
-[object.material]
-density = 0.001
-stretch = 1000.0
-bend = 0.1
-"#;
+use common::{acm, acm_bin, SMALL_SHEET as GOOD};
 
 /// A temp dir holding `p.toml` = [`GOOD`].
 fn good_dir() -> tempfile::TempDir {

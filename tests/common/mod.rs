@@ -89,6 +89,23 @@ pub fn sheet_scene(n: usize, size: f64, material: Material) -> Scene {
     }
 }
 
+/// A small valid profile: one free 4 x 4 sheet, 0.1 s, two frames.
+pub const SMALL_SHEET: &str = r#"
+[scene]
+name = "t"
+duration = 0.1
+frame_interval = 0.05
+
+[[object]]
+name = "sheet"
+mesh = { generator = "sheet", nx = 4, ny = 4, width = 10.0, depth = 10.0 }
+
+[object.material]
+density = 0.001
+stretch = 1000.0
+bend = 0.1
+"#;
+
 /// Path of the `acm` binary built for the tests.
 pub fn acm_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_acm"))

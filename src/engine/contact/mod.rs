@@ -368,8 +368,24 @@ impl Contact {
         let _zone = zone!("reschedule");
         self.audit.boxes(&self.boxes, state, t);
         self.sweep(vertices, state, t, sched);
+        self.reschedule(
+            |pairs, ids| pairs.contingent(vertices, ids),
+            state,
+            t,
+            sched,
+        );
+    }
+
+    /// Re-times the slabs of the pairs `select` puts into its list.
+    fn reschedule(
+        &mut self,
+        select: impl FnOnce(&mut PairTable, &mut Vec<u32>),
+        state: &VertexState,
+        t: f64,
+        sched: &mut Scheduler<'_>,
+    ) {
         let mut ids = std::mem::take(&mut self.contingent);
-        self.pairs.contingent(vertices, &mut ids);
+        select(&mut self.pairs, &mut ids);
         self.certifier.reschedule(
             &mut self.pairs,
             &mut self.audit,
@@ -419,18 +435,11 @@ impl Contact {
         let all = std::mem::take(&mut self.all_vertices);
         self.sweep(&all, state, t, sched);
         self.all_vertices = all;
-        let mut ids = std::mem::take(&mut self.contingent);
-        ids.clear();
-        ids.extend((0..self.pairs.slots()).filter(|&id| self.pairs.live[id as usize]));
-        self.certifier.reschedule(
-            &mut self.pairs,
-            &mut self.audit,
-            &ids,
-            state,
-            t,
-            sched.queue,
-        );
-        self.contingent = ids;
+        let every_live_pair = |pairs: &mut PairTable, ids: &mut Vec<u32>| {
+            ids.clear();
+            ids.extend((0..pairs.slots()).filter(|&id| pairs.live[id as usize]));
+        };
+        self.reschedule(every_live_pair, state, t, sched);
     }
 
     fn rebuild(&mut self, state: &VertexState, t: f64, end: f64, sched: &mut Scheduler<'_>) {
