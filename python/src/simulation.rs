@@ -4,9 +4,7 @@ use acm::check::{audit_positions, AuditReport};
 use acm::engine::{Frame, FrameSink, RunError};
 use acm::state::VertexKind;
 use glam::DVec3;
-use numpy::{
-    AllowTypeChange, PyArray2, PyArrayLike1, PyArrayLike2, PyArrayLikeDyn, PyArrayMethods,
-};
+use numpy::{AllowTypeChange, PyArray2, PyArrayLike1, PyArrayLike2, PyArrayLikeDyn};
 use pyo3::prelude::*;
 
 use crate::scene::Scene;
@@ -162,10 +160,8 @@ impl Simulation {
     }
 
     /// The triangles over all objects (global vertex indices), an int64 array of shape (m, 3).
-    fn triangles<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArray2<i64>>> {
-        let triangles = self.sim.triangles();
-        let flat = triangles.iter().flatten().map(|&v| i64::from(v));
-        numpy::PyArray1::from_iter(py, flat).reshape([triangles.len(), 3])
+    fn triangles<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
+        arrays::triangles_to_numpy(py, self.sim.triangles())
     }
 
     /// Per object, in order: `(name, first_vertex, vertex_count)`; global vertex `first_vertex +
