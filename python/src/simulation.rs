@@ -2,6 +2,7 @@
 
 use acm::check::{audit_positions, AuditReport};
 use acm::engine::{Frame, FrameSink, RunError};
+use acm::scene::Method;
 use acm::state::VertexKind;
 use glam::DVec3;
 use numpy::{AllowTypeChange, PyArray2, PyArrayLike1, PyArrayLike2, PyArrayLikeDyn};
@@ -96,6 +97,13 @@ impl Simulation {
             .build()
             .map_err(|e| crate::RunError::new_err(format!("cannot start the thread pool: {e}")))?;
         let scene = &scene.scene;
+        if scene.integrator.method == Method::Sync {
+            return Err(InputError::new_err(format!(
+                "{}: integrator = sync runs from the command line (acm run); the Python module \
+                 runs ACM's event loop",
+                scene.name
+            )));
+        }
         let sim = py
             .detach(|| pool.install(|| acm::Simulation::new(scene)))
             .map_err(|e| InputError::new_err(format!("{}: {e}", scene.name)))?;

@@ -212,6 +212,8 @@ def test_two_simulations_on_two_python_threads_equal_one_alone():
         (lambda: acm.load(PROFILE, set={"object.sheet.material.density": -1.0}),
          r"sheet_on_sphere.toml:\d+: object\[1\].material.density: must be a finite number > 0"),
         (lambda: acm.Simulation(acm.load(PROFILE), threads=0), "threads must be at least 1"),
+        (lambda: acm.Simulation(acm.load(PROFILE, set={"integrator": "sync"})),
+         "sheet_on_sphere: integrator = sync runs from the command line"),
         (lambda: acm.Scene().add_object("s", np.zeros((3, 2)), [[0, 1, 2]]),
          r"object\[0\].vertices: expected shape \(n, 3\)"),
         (lambda: acm.Scene().add_object("s", np.zeros((3, 3)), [[0, 1, -2]]),
