@@ -73,7 +73,11 @@ macro_rules! apply_fields {
 }
 pub(crate) use apply_fields;
 
-/// The Python module.
+/// Asynchronous Contact Mechanics: cloth and thin shells that never interpenetrate.
+///
+/// `acm.load(path, set={...})` or `acm.Scene(...)` describes a scene; `acm.Simulation(scene)`
+/// runs it (`run_until`, `step`) and reads it back as numpy arrays (`positions`, `velocities`).
+/// Units are cgs: cm, g, s.
 #[pymodule]
 #[pyo3(name = "acm")]
 fn acm_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
