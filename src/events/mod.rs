@@ -5,8 +5,12 @@
 //! Pending events sit in the [`EventQueue`], an indexed D-ary min-heap over event ids keyed by
 //! `(time, id)`, so that ties between simultaneous events break deterministically.
 
+mod id;
 mod queue;
+mod scheduler;
 mod table;
 
+pub use id::EventId;
 pub use queue::{DenseSlots, EventQueue, Slots, SparseSlots};
+pub use scheduler::Scheduler;
 pub use table::{EventHandle, EventKind, EventTable, StaleHandle};

@@ -24,6 +24,7 @@ pub mod primitives;
 pub mod projection;
 pub mod zones;
 
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use glam::DVec3;
@@ -31,7 +32,7 @@ use serde::Serialize;
 
 use crate::engine::{Frame, FrameSink, RunError, Simulation, Stats};
 use crate::forces::external::{gravity_tick, ScriptedMotion};
-use crate::scene::{FailSafe, OnUnresolved, Scene, SceneError};
+use crate::scene::{FailSafe, Method, OnUnresolved, Scene, SceneError};
 use filter::{Filter, FilterParams, FilterStats};
 
 /// Why a synchronous run stopped early.
@@ -107,7 +108,10 @@ impl SyncSimulation {
     /// stiffness from `r1`, friction).
     pub fn new(scene: &Scene) -> Result<Self, SceneError> {
         let mut model = scene.clone();
+        // The model's own contact stays off (the filter handles collisions); as a synchronous
+        // scene it is still checked to start intersection-free.
         model.contact.enabled = false;
+        model.integrator.method = Method::Sync;
         let mut sim = Simulation::new(&model)?;
         let s = scene.sync;
         let requested = s.step.unwrap_or(sim.stats().clocks.external);
@@ -191,6 +195,12 @@ impl SyncSimulation {
         frames as f64 * self.frame_interval + (n % self.steps_per_frame) as f64 * self.step
     }
 
+    /// Stops [`Self::run_until`] between two steps once `flag` is set (see
+    /// [`Simulation::stop_when`]).
+    pub fn stop_when(&mut self, flag: &'static AtomicBool) {
+        self.sim.stop_when(flag);
+    }
+
     /// Takes steps while their end is at most `until`, handing frames (at step ends that are
     /// frame times, and at time 0) to `sink`.
     pub fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), SyncError> {
@@ -215,6 +225,11 @@ impl SyncSimulation {
             }
             if self.time_of(self.steps + 1) > until + slack {
                 return Ok(());
+            }
+            if self.sim.stop_requested() {
+                self.stats.run.interrupted = true;
+                let time = self.time_of(self.steps);
+                return Err(RunError::Interrupted { time }.into());
             }
             self.take_step()?;
         }
