@@ -1,9 +1,13 @@
-//! Profiling zones: Tracy spans behind the `profile-tracy` feature, and a headless trace.
+//! Profiling zones: Tracy spans behind the `profile-tracy` feature, `tracing` spans behind the
+//! `tracing` feature, and a headless trace.
 //!
-//! `let _z = zone!("name");` opens a zone that closes when `_z` drops. The same zones feed two
+//! `let _z = zone!("name");` opens a zone that closes when `_z` drops. The same zones feed three
 //! consumers:
 //! - **Tracy** (`--features profile-tracy`): every zone is a Tracy span; connect the Tracy
 //!   viewer to the running process (see `profiles/README.md`).
+//! - **`tracing`** (`--features tracing`): every zone is a `tracing` span at `TRACE` level,
+//!   named after the zone, with the module that opened it as its target (`acm::engine`, ...), so
+//!   a program's own subscriber (`tracing-tracy`, `tracing-chrome`, ...) sees acm's phases.
 //! - **Headless trace** ([`start_trace`] / [`finish_trace`], `acm run --trace FILE`): zones are
 //!   timed into per-thread buffers and written as a Chrome/Perfetto JSON trace, plus a total per
 //!   zone name. Off by default; then a zone costs one relaxed atomic load.
@@ -15,19 +19,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-/// Opens a profiling zone named by a string literal until the returned guard drops.
-#[cfg(feature = "profile-tracy")]
+/// Opens a profiling zone named by a string literal until the returned guard drops: a Tracy span
+/// and a `tracing` span when those features are on, and a timed record while a headless trace
+/// runs.
 macro_rules! zone {
     ($name:literal) => {
-        $crate::profile::Zone::open($name, tracy_client::span!($name))
-    };
-}
-
-/// Opens a profiling zone named by a string literal until the returned guard drops.
-#[cfg(not(feature = "profile-tracy"))]
-macro_rules! zone {
-    ($name:literal) => {
-        $crate::profile::Zone::open($name)
+        $crate::profile::Zone {
+            #[cfg(feature = "profile-tracy")]
+            _tracy: ::tracy_client::span!($name),
+            #[cfg(feature = "tracing")]
+            _tracing: ::tracing::trace_span!($name).entered(),
+            timed: $crate::profile::Zone::timed($name),
+        }
     };
 }
 
@@ -69,36 +72,23 @@ pub struct ZoneTotal {
     pub seconds: f64,
 }
 
-/// A profiling zone (see the module docs); closes when dropped.
+/// A profiling zone (see the module docs); closes when dropped. Open one with `zone!`.
 #[must_use = "a zone closes when the guard drops"]
 pub struct Zone {
+    /// The Tracy span.
     #[cfg(feature = "profile-tracy")]
-    _span: tracy_client::Span,
-    timed: Option<(&'static str, Instant)>,
+    pub(crate) _tracy: tracy_client::Span,
+    /// The `tracing` span, entered.
+    #[cfg(feature = "tracing")]
+    pub(crate) _tracing: tracing::span::EnteredSpan,
+    /// Name and start while a headless trace runs.
+    pub(crate) timed: Option<(&'static str, Instant)>,
 }
 
 impl Zone {
-    /// Opens zone `name` with its Tracy span; use the `zone!` macro.
-    #[cfg(feature = "profile-tracy")]
+    /// The name and start of zone `name` if a headless trace is running.
     #[inline]
-    pub fn open(name: &'static str, span: tracy_client::Span) -> Self {
-        Self {
-            _span: span,
-            timed: Self::timed(name),
-        }
-    }
-
-    /// Opens zone `name`; use the `zone!` macro.
-    #[cfg(not(feature = "profile-tracy"))]
-    #[inline]
-    pub fn open(name: &'static str) -> Self {
-        Self {
-            timed: Self::timed(name),
-        }
-    }
-
-    #[inline]
-    fn timed(name: &'static str) -> Option<(&'static str, Instant)> {
+    pub(crate) fn timed(name: &'static str) -> Option<(&'static str, Instant)> {
         TRACING
             .load(Ordering::Relaxed)
             .then(|| (name, Instant::now()))

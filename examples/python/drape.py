@@ -10,18 +10,6 @@ import numpy as np
 import acm
 
 
-def sheet(n, size, height):
-    """A horizontal square sheet of n x n quads, `size` cm wide, at `height` cm."""
-    s = np.linspace(-size / 2, size / 2, n + 1)
-    x, z = np.meshgrid(s, s, indexing="ij")
-    vertices = np.stack([x.ravel(), np.full(x.size, height), z.ravel()], axis=1)
-    k = np.arange(n)
-    i, j = np.meshgrid(k, k, indexing="ij")
-    a = (i * (n + 1) + j).ravel()
-    b, c, d = a + 1, a + n + 1, a + n + 2
-    return vertices, np.concatenate([np.stack([a, b, d], 1), np.stack([a, d, c], 1)])
-
-
 # 1. A profile (here the built-in default; acm.load("profiles/NAME.toml") for a file), with
 #    values overridden as `acm run --set` does.
 sim = acm.Simulation(acm.load(set={"object.sheet.material.bend": 0.2}))
@@ -33,7 +21,8 @@ print(f"{sim.stats['events_total']} events, audit {sim.check()}")
 
 # 2. A scene from numpy arrays: a sheet held at one corner (a scripted vertex, at rest for now)
 #    over a fixed floor, with contact.
-vertices, triangles = sheet(16, 40.0, 20.0)
+vertices, triangles = acm.sheet(17, 17, 40.0, 40.0)  # in the XZ plane at y = 0
+vertices += (0.0, 20.0, 0.0)
 scene = acm.Scene(name="hanging", contact={"eta1": 0.1, "friction": 0.3})
 scene.add_object("floor", [[-60, 0, -60], [60, 0, -60], [60, 0, 60], [-60, 0, 60]],
                  [[0, 2, 1], [0, 3, 2]], fixed=True)

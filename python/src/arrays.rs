@@ -1,7 +1,7 @@
 //! numpy arrays to and from the engine's vectors, with the shape checked and named.
 
 use glam::DVec3;
-use numpy::{AllowTypeChange, PyArray2, PyArrayLike1, PyArrayLike2, PyArrayMethods};
+use numpy::{AllowTypeChange, PyArray1, PyArray2, PyArrayLike1, PyArrayLike2, PyArrayMethods};
 use pyo3::prelude::*;
 
 use crate::InputError;
@@ -85,4 +85,13 @@ pub(crate) fn to_numpy<'py>(
         }
     }
     array
+}
+
+/// Triangles as a new int64 array of shape `(m, 3)`.
+pub(crate) fn triangles_to_numpy<'py>(
+    py: Python<'py>,
+    triangles: &[[u32; 3]],
+) -> PyResult<Bound<'py, PyArray2<i64>>> {
+    let flat = triangles.iter().flatten().map(|&v| i64::from(v));
+    PyArray1::from_iter(py, flat).reshape([triangles.len(), 3])
 }

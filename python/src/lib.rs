@@ -13,11 +13,11 @@
 //! released.
 
 mod arrays;
+mod generators;
 mod scene;
 mod simulation;
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 
 pyo3::create_exception!(
     acm,
@@ -39,29 +39,45 @@ fn to_python<'py>(py: Python<'py>, value: &impl serde::Serialize) -> PyResult<Bo
     py.import("json")?.call_method1("loads", (json,))
 }
 
-/// Keyword settings (`material=`, `contact=`) applied one key at a time by `apply`, which
-/// returns false for a key it does not know; the error names `what.key` and the known keys.
-fn apply_settings(
-    settings: Option<&Bound<'_, PyDict>>,
-    what: &str,
-    known: &[&str],
-    mut apply: impl FnMut(&str, &Bound<'_, PyAny>) -> PyResult<bool>,
-) -> PyResult<()> {
-    for (key, value) in settings.into_iter().flat_map(|d| d.iter()) {
-        let key: String = key.extract()?;
-        let applied = apply(&key, &value)
-            .map_err(|e| InputError::new_err(format!("{what}.{key}: {}", e.value(value.py()))))?;
-        if !applied {
-            return Err(InputError::new_err(format!(
-                "{what}.{key}: unknown key; expected one of {}",
-                known.join(", ")
-            )));
+/// Applies a settings dict (`material=`, `contact=`) to the named fields of `target`: each key
+/// sets the field of that name; the error names `what.key`, and lists the fields for an unknown
+/// key.
+macro_rules! apply_fields {
+    ($settings:expr, $what:expr, $target:ident, [$($field:ident),+ $(,)?]) => {{
+        let known = [$(stringify!($field)),+];
+        let mut result = Ok(());
+        for (key, value) in $settings.into_iter().flat_map(|d| d.iter()) {
+            let key: String = key.extract()?;
+            let applied = match key.as_str() {
+                $(stringify!($field) => value.extract().map(|v| $target.$field = v),)+
+                _ => {
+                    result = Err($crate::InputError::new_err(format!(
+                        "{}.{key}: unknown key; expected one of {}",
+                        $what,
+                        known.join(", ")
+                    )));
+                    break;
+                }
+            };
+            if let Err(e) = applied {
+                result = Err($crate::InputError::new_err(format!(
+                    "{}.{key}: {}",
+                    $what,
+                    e.value(value.py())
+                )));
+                break;
+            }
         }
-    }
-    Ok(())
+        result
+    }};
 }
+pub(crate) use apply_fields;
 
-/// The Python module.
+/// Asynchronous Contact Mechanics: cloth and thin shells that never interpenetrate.
+///
+/// `acm.load(path, set={...})` or `acm.Scene(...)` describes a scene; `acm.Simulation(scene)`
+/// runs it (`run_until`, `step`) and reads it back as numpy arrays (`positions`, `velocities`).
+/// Units are cgs: cm, g, s.
 #[pymodule]
 #[pyo3(name = "acm")]
 fn acm_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -71,6 +87,8 @@ fn acm_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<scene::Scene>()?;
     m.add_class::<simulation::Simulation>()?;
     m.add_function(wrap_pyfunction!(scene::load, m)?)?;
+    m.add_function(wrap_pyfunction!(generators::sheet, m)?)?;
+    m.add_function(wrap_pyfunction!(generators::icosphere, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

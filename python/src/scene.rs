@@ -9,7 +9,7 @@ use numpy::{AllowTypeChange, PyArrayLike1, PyArrayLike2};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyTuple};
 
-use crate::{apply_settings, arrays, InputError};
+use crate::{apply_fields, arrays, InputError};
 
 /// What to simulate: objects (triangle meshes with a material), pinned and scripted vertex
 /// sets, gravity and contact. Units are cgs: cm, g, s.
@@ -52,32 +52,22 @@ fn contact(settings: Option<&Bound<'_, PyDict>>) -> PyResult<ContactSettings> {
         enabled: settings.is_some(),
         ..ContactSettings::default()
     };
-    const KEYS: [&str; 9] = [
-        "enabled",
-        "eta1",
-        "r1",
-        "cor",
-        "friction",
-        "friction_cap",
-        "eta_exponent",
-        "r_exponent",
-        "safety",
-    ];
-    apply_settings(settings, "contact", &KEYS, |key, v| {
-        match key {
-            "enabled" => c.enabled = v.extract()?,
-            "eta1" => c.eta1 = v.extract()?,
-            "r1" => c.r1 = v.extract()?,
-            "cor" => c.cor = v.extract()?,
-            "friction" => c.friction = v.extract()?,
-            "friction_cap" => c.friction_cap = v.extract()?,
-            "eta_exponent" => c.eta_exponent = v.extract()?,
-            "r_exponent" => c.r_exponent = v.extract()?,
-            "safety" => c.safety = v.extract()?,
-            _ => return Ok(false),
-        }
-        Ok(true)
-    })?;
+    apply_fields!(
+        settings,
+        "contact",
+        c,
+        [
+            enabled,
+            eta1,
+            r1,
+            cor,
+            friction,
+            friction_cap,
+            eta_exponent,
+            r_exponent,
+            safety
+        ]
+    )?;
     Ok(c)
 }
 
@@ -85,26 +75,12 @@ fn contact(settings: Option<&Bound<'_, PyDict>>) -> PyResult<ContactSettings> {
 /// stretch damping 1, bend 0.1, no bend damping, no drag).
 fn material(settings: Option<&Bound<'_, PyDict>>, what: &str) -> PyResult<Material> {
     let mut m = Material::default();
-    const KEYS: [&str; 6] = [
-        "density",
-        "stretch",
-        "stretch_damping",
-        "bend",
-        "bend_damping",
-        "drag",
-    ];
-    apply_settings(settings, what, &KEYS, |key, v| {
-        match key {
-            "density" => m.density = v.extract()?,
-            "stretch" => m.stretch = v.extract()?,
-            "stretch_damping" => m.stretch_damping = v.extract()?,
-            "bend" => m.bend = v.extract()?,
-            "bend_damping" => m.bend_damping = v.extract()?,
-            "drag" => m.drag = v.extract()?,
-            _ => return Ok(false),
-        }
-        Ok(true)
-    })?;
+    apply_fields!(
+        settings,
+        what,
+        m,
+        [density, stretch, stretch_damping, bend, bend_damping, drag]
+    )?;
     Ok(m)
 }
 

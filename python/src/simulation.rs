@@ -2,11 +2,10 @@
 
 use acm::check::{audit_positions, AuditReport};
 use acm::engine::{Frame, FrameSink, RunError};
+use acm::scene::Method;
 use acm::state::VertexKind;
 use glam::DVec3;
-use numpy::{
-    AllowTypeChange, PyArray2, PyArrayLike1, PyArrayLike2, PyArrayLikeDyn, PyArrayMethods,
-};
+use numpy::{AllowTypeChange, PyArray2, PyArrayLike1, PyArrayLike2, PyArrayLikeDyn};
 use pyo3::prelude::*;
 
 use crate::scene::Scene;
@@ -98,6 +97,13 @@ impl Simulation {
             .build()
             .map_err(|e| crate::RunError::new_err(format!("cannot start the thread pool: {e}")))?;
         let scene = &scene.scene;
+        if scene.integrator.method == Method::Sync {
+            return Err(InputError::new_err(format!(
+                "{}: integrator = sync runs from the command line (acm run); the Python module \
+                 runs ACM's event loop",
+                scene.name
+            )));
+        }
         let sim = py
             .detach(|| pool.install(|| acm::Simulation::new(scene)))
             .map_err(|e| InputError::new_err(format!("{}: {e}", scene.name)))?;
@@ -162,10 +168,8 @@ impl Simulation {
     }
 
     /// The triangles over all objects (global vertex indices), an int64 array of shape (m, 3).
-    fn triangles<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArray2<i64>>> {
-        let triangles = self.sim.triangles();
-        let flat = triangles.iter().flatten().map(|&v| i64::from(v));
-        numpy::PyArray1::from_iter(py, flat).reshape([triangles.len(), 3])
+    fn triangles<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
+        arrays::triangles_to_numpy(py, self.sim.triangles())
     }
 
     /// Per object, in order: `(name, first_vertex, vertex_count)`; global vertex `first_vertex +

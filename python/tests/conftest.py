@@ -1,4 +1,4 @@
-"""Shared fixtures: the repository, the `acm` command, a sheet made with numpy."""
+"""Shared fixtures: the repository, the `acm` command, reading OBJ frames."""
 
 import os
 import pathlib
@@ -17,20 +17,6 @@ def acm_bin():
     if not path.exists():
         subprocess.run(["cargo", "build", "--release", "--bin", "acm"], cwd=REPO, check=True)
     return path
-
-
-def sheet(n, size, height):
-    """A horizontal square sheet of n x n quads, `size` cm wide, centred above the origin at
-    `height` cm: (vertices, triangles)."""
-    s = np.linspace(-size / 2, size / 2, n + 1)
-    x, z = np.meshgrid(s, s, indexing="ij")
-    vertices = np.stack([x.ravel(), np.full(x.size, height), z.ravel()], axis=1)
-    k = np.arange(n)
-    i, j = np.meshgrid(k, k, indexing="ij")
-    a = (i * (n + 1) + j).ravel()
-    b, c, d = a + 1, a + n + 1, a + n + 2
-    triangles = np.concatenate([np.stack([a, b, d], 1), np.stack([a, d, c], 1)])
-    return vertices, triangles
 
 
 def read_obj_positions(path):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import acm
-from conftest import REPO, read_obj_positions, sheet
+from conftest import REPO, read_obj_positions
 
 PROFILE = REPO / "profiles" / "sheet_on_sphere.toml"
 FRAMES = 4  # frames 0 .. 3 of the sheet dropped on a sphere: 0.12 s
@@ -95,7 +95,8 @@ def test_positions_later_follow_the_current_velocities():
 
 
 def test_a_scene_from_numpy_arrays():
-    vertices, triangles = sheet(8, 40.0, 10.0)
+    vertices, triangles = acm.sheet(9, 9, 40.0, 40.0)
+    vertices += (0.0, 10.0, 0.0)
     scene = acm.Scene(name="from_numpy", frame_interval=0.05, contact={"eta1": 0.1})
     assert scene.add_object("floor", [[-50, 0, -50], [50, 0, -50], [50, 0, 50], [-50, 0, 50]],
                             [[0, 2, 1], [0, 3, 2]], fixed=True) == 0
@@ -116,8 +117,20 @@ def test_a_scene_from_numpy_arrays():
     assert sim.check(x)["intersecting_pairs"] == 0
 
 
+def test_the_generators_give_the_librarys_meshes():
+    vertices, triangles = acm.sheet(3, 2, 10.0, 4.0)
+    assert vertices.dtype == np.float64 and triangles.dtype == np.int64
+    assert vertices.shape == (6, 3) and triangles.shape == (4, 3)
+    assert np.array_equal(vertices[[0, 2, 5]], [[-5, 0, -2], [5, 0, -2], [5, 0, 2]])
+    sphere, faces = acm.icosphere(2.0, 1)
+    assert sphere.shape == (42, 3) and faces.shape == (80, 3)
+    assert np.allclose(np.linalg.norm(sphere, axis=1), 2.0)
+    with pytest.raises(acm.InputError, match="nx"):
+        acm.sheet(1, 2, 10.0, 4.0)
+
+
 def test_set_velocity_steers_vertices_and_refuses_fixed_ones():
-    vertices, triangles = sheet(4, 20.0, 10.0)
+    vertices, triangles = acm.sheet(5, 5, 20.0, 20.0)
     scene = acm.Scene(gravity=(0, 0, 0))
     scene.add_object("sheet", vertices, triangles)
     scene.fix("sheet", [0])
@@ -199,6 +212,8 @@ def test_two_simulations_on_two_python_threads_equal_one_alone():
         (lambda: acm.load(PROFILE, set={"object.sheet.material.density": -1.0}),
          r"sheet_on_sphere.toml:\d+: object\[1\].material.density: must be a finite number > 0"),
         (lambda: acm.Simulation(acm.load(PROFILE), threads=0), "threads must be at least 1"),
+        (lambda: acm.Simulation(acm.load(PROFILE, set={"integrator": "sync"})),
+         "sheet_on_sphere: integrator = sync runs from the command line"),
         (lambda: acm.Scene().add_object("s", np.zeros((3, 2)), [[0, 1, 2]]),
          r"object\[0\].vertices: expected shape \(n, 3\)"),
         (lambda: acm.Scene().add_object("s", np.zeros((3, 3)), [[0, 1, -2]]),
@@ -216,7 +231,7 @@ def test_bad_input_raises_with_the_field_named(build, message):
 
 
 def test_an_invalid_scene_raises_when_built():
-    vertices, triangles = sheet(2, 10.0, 0.0)
+    vertices, triangles = acm.sheet(3, 3, 10.0, 10.0)
     scene = acm.Scene(name="bad")
     scene.add_object("s", vertices, triangles + 100)
     with pytest.raises(acm.InputError, match=r"^bad: object\[0\].mesh: "):

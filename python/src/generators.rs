@@ -1,0 +1,38 @@
+//! The library's mesh generators as numpy arrays: `acm.sheet`, `acm.icosphere`.
+
+use acm::mesh::{self, MeshError, TriMesh};
+use numpy::PyArray2;
+use pyo3::prelude::*;
+
+use crate::{arrays, InputError};
+
+/// A mesh as `(vertices, triangles)`: float64 (n, 3) and int64 (m, 3).
+type Arrays<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<i64>>);
+
+/// `mesh` as numpy arrays, or the generator's error as `acm.InputError`.
+fn to_arrays<'py>(py: Python<'py>, mesh: Result<TriMesh, MeshError>) -> PyResult<Arrays<'py>> {
+    let mesh = mesh.map_err(|e| InputError::new_err(e.to_string()))?;
+    let vertices = arrays::to_numpy(py, mesh.positions.len(), |i| mesh.positions[i]);
+    Ok((vertices, arrays::triangles_to_numpy(py, &mesh.triangles)?))
+}
+
+/// A flat sheet of `nx * ny` vertices in the XZ plane (y = 0), centred at the origin, `width`
+/// along x and `depth` along z (cm); vertex `j * nx + i` is column `i`, row `j`; normals +y.
+/// Returns `(vertices, triangles)`.
+#[pyfunction]
+pub(crate) fn sheet(
+    py: Python<'_>,
+    nx: usize,
+    ny: usize,
+    width: f64,
+    depth: f64,
+) -> PyResult<Arrays<'_>> {
+    to_arrays(py, mesh::sheet(nx, ny, width, depth))
+}
+
+/// A sphere of `radius` (cm) centred at the origin: an icosahedron subdivided `subdivisions`
+/// times, normals outward. Returns `(vertices, triangles)`.
+#[pyfunction]
+pub(crate) fn icosphere(py: Python<'_>, radius: f64, subdivisions: u32) -> PyResult<Arrays<'_>> {
+    to_arrays(py, mesh::icosphere(radius, subdivisions))
+}
