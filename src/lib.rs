@@ -24,6 +24,7 @@ pub mod engine;
 pub mod events;
 pub mod forces;
 pub mod ids;
+pub mod implicit;
 pub mod kds;
 pub mod mesh;
 pub mod output;

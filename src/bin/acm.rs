@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use acm::engine::{Frame, FrameSink, RunError};
+use acm::implicit::{ImplicitError, ImplicitSimulation};
 use acm::output::{write_stats, ContactCsv, EnergyCsv, ObjFrames, StepsCsv};
 use acm::profile::ZoneTotal;
 use acm::scene::profile::{self, ProfileError};
@@ -217,21 +218,28 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     let (name, frame_interval) = (scene.name.clone(), scene.frame_interval);
     // The scene is freed once built (its meshes during the build): the simulation holds its
     // own copies.
-    let (mut acm_sim, mut sync_sim) = match scene.integrator.method {
+    let (mut acm_sim, mut sync_sim, mut implicit_sim) = match scene.integrator.method {
         Method::Acm => (
             Some(Simulation::from_scene(scene).map_err(|e| bad_scene(&name, e))?),
             None,
+            None,
         ),
-        Method::Sync if args.trace.is_some() => {
+        Method::Sync | Method::Implicit if args.trace.is_some() => {
             return Err(Failure::BadInput(
-                "--trace traces ACM's event loop; it is not available with integrator = sync"
+                "--trace traces ACM's event loop; it is not available with integrator = sync \
+                 or implicit"
                     .into(),
             ))
         }
         Method::Sync => {
             let sim = SyncSimulation::new(&scene).map_err(|e| bad_scene(&name, e))?;
             drop(scene);
-            (None, Some(sim))
+            (None, Some(sim), None)
+        }
+        Method::Implicit => {
+            let sim = ImplicitSimulation::new(&scene).map_err(|e| bad_scene(&name, e))?;
+            drop(scene);
+            (None, None, Some(sim))
         }
     };
     let io = |e: std::io::Error| Failure::BadInput(format!("{}: {e}", args.out.display()));
@@ -289,6 +297,37 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             }
             Err(SyncError::Run(e)) => Err(run_failure(e, &name, &args.out)),
             Err(e @ SyncError::Unresolved { .. }) => Err(Failure::BadInput(format!("{name}: {e}"))),
+        };
+    }
+    if let Some(sim) = &mut implicit_sim {
+        let result = pool.install(|| sim.run_until(until, &mut sink));
+        sink.progress.finish_and_clear();
+        let json = serde_json::to_string_pretty(sim.stats())
+            .map_err(|e| Failure::Internal(e.to_string()))?;
+        std::fs::write(&stats_path, json + "\n").map_err(stats_error)?;
+        let s = sim.stats();
+        return match result {
+            Ok(()) => {
+                println!(
+                    "{}: {} frames in {} ({} vertices, {:.3} s simulated, {} implicit steps of {:.3e} s, {} halvings, {} fail-safe uses, {:.2} s wall, {:.2} s on contact)",
+                    name,
+                    s.run.frames,
+                    args.out.display(),
+                    s.run.model.vertices,
+                    s.run.simulated_seconds,
+                    s.steps,
+                    s.step,
+                    s.halvings,
+                    s.failsafe_steps,
+                    s.run.wall_seconds,
+                    s.contact_seconds
+                );
+                Ok(())
+            }
+            Err(ImplicitError::Run(e)) => Err(run_failure(e, &name, &args.out)),
+            Err(e @ ImplicitError::Unresolved { .. }) => {
+                Err(Failure::BadInput(format!("{name}: {e}")))
+            }
         };
     }
     let Some(sim) = &mut acm_sim else {
@@ -508,6 +547,15 @@ fn info(args: InfoArgs) -> Result<(), Failure> {
         );
     } else {
         println!("  contact: off");
+    }
+    if scene.integrator.method == Method::Implicit {
+        let sim = ImplicitSimulation::new(&scene)
+            .map_err(|e| Failure::BadInput(format!("{}: {e}", scene.name)))?;
+        let s = sim.stats();
+        println!(
+            "  integrator: implicit, step {:.3e} s, delta {} cm, friction {}",
+            s.step, s.delta, s.friction
+        );
     }
     if scene.integrator.method == Method::Sync {
         let sync = SyncSimulation::new(&scene)

@@ -1,0 +1,115 @@
+//! What the fixed-step integrators (the velocity filter of this module and
+//! [`crate::implicit`]) share: the step clock aligned with frames, frame output, and scripted
+//! motion over a step.
+
+use glam::DVec3;
+
+use crate::engine::{Frame, FrameSink, RunError, Simulation};
+use crate::forces::external::ScriptedMotion;
+use crate::scene::SceneError;
+
+/// Steps of equal length `h`, the largest that divides the frame interval and is at most the
+/// requested step, counted from time 0 (frame times are exact multiples of the interval).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FixedSteps {
+    frame_interval: f64,
+    steps_per_frame: u64,
+    step: f64,
+}
+
+impl FixedSteps {
+    /// The steps for `requested` (s); `field` names the setting in errors.
+    pub fn new(frame_interval: f64, requested: f64, field: &str) -> Result<Self, SceneError> {
+        let steps_per_frame = (frame_interval / requested).ceil().max(1.0);
+        if steps_per_frame > 1e9 {
+            return Err(SceneError::new(
+                field,
+                format!(
+                    "{requested} s is more than 10^9 steps per frame interval; use a larger step"
+                ),
+            ));
+        }
+        Ok(Self {
+            frame_interval,
+            steps_per_frame: steps_per_frame as u64,
+            step: frame_interval / steps_per_frame,
+        })
+    }
+
+    /// The step `h` (s).
+    pub fn step(&self) -> f64 {
+        self.step
+    }
+
+    /// The start time of step `n`.
+    pub fn time_of(&self, n: u64) -> f64 {
+        let frames = n / self.steps_per_frame;
+        frames as f64 * self.frame_interval + (n % self.steps_per_frame) as f64 * self.step
+    }
+
+    /// The frame that the start of step `n` is, if it is one.
+    pub fn frame_at(&self, n: u64) -> Option<u64> {
+        (n % self.steps_per_frame == 0).then_some(n / self.steps_per_frame)
+    }
+}
+
+/// Hands the positions of `sim` at `time` to `sink` as frame `index`, after checking that they
+/// are finite.
+pub fn write_frame(
+    sim: &Simulation,
+    index: u64,
+    time: f64,
+    sink: &mut dyn FrameSink,
+) -> Result<(), RunError> {
+    let positions = &sim.state().x;
+    if let Some(vertex) = positions.iter().position(|p| !p.is_finite()) {
+        return Err(RunError::Diverged { time, vertex });
+    }
+    sink.frame(&Frame {
+        index,
+        time,
+        positions,
+        simulation: sim,
+    })
+}
+
+/// The scripted vertices of `scripts`: each vertex's index, script and position in `x`.
+pub fn script_origins(scripts: &[ScriptedMotion], x: &[DVec3]) -> Vec<(u32, usize, DVec3)> {
+    scripts
+        .iter()
+        .enumerate()
+        .flat_map(|(k, script)| script.vertices.iter().map(move |&v| (v, k)))
+        .map(|(v, k)| (v, k, x[v as usize]))
+        .collect()
+}
+
+/// Moves the scripted vertices to their positions at `t` and gives them the average velocity
+/// of their script over `[t, t_next]`, `h = t_next - t` (so their positions at step ends are
+/// exact).
+pub fn apply_scripts(
+    origins: &[(u32, usize, DVec3)],
+    scripts: &[ScriptedMotion],
+    (t, t_next, h): (f64, f64, f64),
+    x: &mut [DVec3],
+    v: &mut [DVec3],
+) {
+    for &(i, k, origin) in origins {
+        let script = &scripts[k];
+        let (a, b) = (displacement(script, t), displacement(script, t_next));
+        x[i as usize] = origin + a;
+        v[i as usize] = (b - a) / h;
+    }
+}
+
+/// How far a script has moved its vertices by time `t` (they stand still before the first key).
+fn displacement(script: &ScriptedMotion, t: f64) -> DVec3 {
+    let mut d = DVec3::ZERO;
+    for (k, &(start, velocity)) in script.keys.iter().enumerate() {
+        if t <= start {
+            break;
+        }
+        let end = script.keys.get(k + 1).map_or(t, |&(next, _)| next.min(t));
+        d += (end - start) * velocity;
+    }
+    d
+}
