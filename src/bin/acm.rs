@@ -41,8 +41,9 @@ enum Command {
     Info(InfoArgs),
     /// Exact intersection audit of the frames in a directory (exit 3 if any pair intersects).
     Check(CheckArgs),
-    /// Run a profile with ACM and with the synchronous baseline (thesis ch. 3) to the same time
-    /// and print wall time, intersections, energy and momentum drift, minimum distance.
+    /// Run a profile with ACM, the synchronous baseline (thesis ch. 3) and implicit contact
+    /// handling to the same time and print wall time, intersections, energy and momentum
+    /// drift, minimum distance.
     Compare(CompareArgs),
     /// Draw PNG charts of a run's output directory: energy and momentum, penalty pairs and the
     /// deepest layer over time, and the histogram of vertex time steps.
@@ -399,7 +400,7 @@ fn compare(args: CompareArgs) -> Result<(), Failure> {
     };
     let pool = thread_pool(args.threads)?;
     let rows = pool.install(|| acm::sync::compare::compare(&scene, until));
-    println!("{}: both integrators to t = {until} s", scene.name);
+    println!("{}: three integrators to t = {until} s", scene.name);
     print!("{}", acm::sync::compare::table(&rows));
     Ok(())
 }
