@@ -276,3 +276,159 @@ fn gaps_hold(contacts: &[ContactRow], z: &[DVec3], params: IcaParams) -> bool {
         .iter()
         .all(|c| c.row_value(0, z) >= c.target - params.slack)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::implicit::dense;
+    use crate::test_rng::Rng;
+
+    /// A random problem over 8 vertices (the last immovable): `A` = masses plus random PSD
+    /// couplings along a chain and a few random pairs, random `v*`, and `m` contacts on random
+    /// vertices with random weights, normals and targets.
+    fn problem(seed: u64, m: usize) -> (BlockMatrix, Vec<bool>, Vec<DVec3>, Vec<ContactRow>) {
+        let mut rng = Rng(seed);
+        let n = 8;
+        let mut pairs: Vec<[u32; 2]> = (0..n as u32 - 1).map(|i| [i, i + 1]).collect();
+        for _ in 0..4 {
+            let p = (rng.next_u64() % n as u64) as u32;
+            let q = (p + 2 + (rng.next_u64() % (n as u64 - 3)) as u32) % n as u32;
+            pairs.push([p, q]);
+        }
+        let mut a = BlockMatrix::new(n, pairs.iter().map(|p| &p[..]));
+        for i in 0..n as u32 {
+            a.add(
+                i,
+                i,
+                DMat3::from_diagonal(DVec3::splat(rng.uniform(0.5, 2.0))),
+            );
+        }
+        for &[p, q] in &pairs {
+            let r = rng.vec(1.0);
+            let k = DMat3::from_cols(r * r.x, r * r.y, r * r.z)
+                + DMat3::from_diagonal(DVec3::splat(0.1));
+            a.add(p, p, k);
+            a.add(q, q, k);
+            a.add(p, q, -k);
+            a.add(q, p, -k);
+        }
+        let free: Vec<bool> = (0..n).map(|i| i + 1 < n).collect();
+        let v_star: Vec<DVec3> = (0..n).map(|_| rng.vec(1.0)).collect();
+        let contacts = (0..m)
+            .map(|_| {
+                let mut verts = [0u32; 4];
+                for k in 0..4 {
+                    verts[k] = loop {
+                        let c = (rng.next_u64() % n as u64) as u32;
+                        if !verts[..k].contains(&c) {
+                            break c;
+                        }
+                    };
+                }
+                let normal = rng.vec(1.0).normalize();
+                ContactRow {
+                    verts,
+                    weights: std::array::from_fn(|_| rng.uniform(-1.0, 1.0)),
+                    dirs: [normal, DVec3::ZERO, DVec3::ZERO],
+                    target: rng.uniform(-1.0, 1.0),
+                    mu: 0.0,
+                    lambda: 0.0,
+                    gamma: [0.0; 2],
+                }
+            })
+            .collect();
+        (a, free, v_star, contacts)
+    }
+
+    /// The multipliers of the full constraint anticipation (the paper's eq. 8): the LCP
+    /// `0 <= lambda _|_ J A^-1 J^T lambda - (target - J v*) >= 0` with `A^-1 J^T` by dense
+    /// solves, by projected Gauss-Seidel run long.
+    fn reference(
+        a: &BlockMatrix,
+        free: &[bool],
+        v_star: &[DVec3],
+        rows: &[ContactRow],
+    ) -> Vec<f64> {
+        let dofs: Vec<usize> = (0..free.len()).filter(|&i| free[i]).collect();
+        let dense_a = dense::restrict(a, &dofs);
+        let jacobian: Vec<Vec<f64>> = rows
+            .iter()
+            .map(|c| {
+                let mut row = vec![0.0; 3 * dofs.len()];
+                for k in 0..4 {
+                    if let Some(d) = dofs.iter().position(|&i| i == c.verts[k] as usize) {
+                        for q in 0..3 {
+                            row[3 * d + q] += c.weights[k] * c.dirs[0][q];
+                        }
+                    }
+                }
+                row
+            })
+            .collect();
+        let anticipated: Vec<Vec<f64>> = jacobian
+            .iter()
+            .map(|j| dense::solve(dense_a.clone(), j.clone()))
+            .collect();
+        let m = rows.len();
+        let b: Vec<Vec<f64>> = (0..m)
+            .map(|r| {
+                (0..m)
+                    .map(|s| {
+                        jacobian[r]
+                            .iter()
+                            .zip(&anticipated[s])
+                            .map(|(p, q)| p * q)
+                            .sum()
+                    })
+                    .collect()
+            })
+            .collect();
+        let c: Vec<f64> = rows
+            .iter()
+            .map(|r| r.target - r.row_value(0, v_star))
+            .collect();
+        let mut lambda = vec![0.0; m];
+        for _ in 0..100_000 {
+            for r in 0..m {
+                let w: f64 = (0..m).map(|s| b[r][s] * lambda[s]).sum::<f64>() - c[r];
+                lambda[r] = (lambda[r] - w / b[r][r]).max(0.0);
+            }
+        }
+        lambda
+    }
+
+    /// ICA run to convergence (tolerance 1e-13, no slack) agrees with the full constraint
+    /// anticipation solved densely, on 20 random problems with 1 to 6 contacts. Measured: the
+    /// largest difference is 2.0e-14 of the largest multiplier; asserted at 1e-11.
+    #[test]
+    fn ica_matches_a_dense_lcp_solution_on_random_problems() {
+        let mut active = 0;
+        for seed in 0..20 {
+            let (a, free, v_star, mut rows) = problem(seed, 1 + (seed as usize % 6));
+            let expected = reference(&a, &free, &v_star, &rows);
+            let mut dv = vec![DVec3::ZERO; free.len()];
+            let params = IcaParams {
+                max_outer: 20_000,
+                max_sweeps: 200,
+                tolerance: 1e-13,
+                slack: 0.0,
+            };
+            solve(&a, &free, &v_star, &mut rows, &mut dv, params);
+            let scale = expected.iter().fold(1e-3f64, |m, l| m.max(*l));
+            for (r, e) in rows.iter().zip(&expected) {
+                assert!(
+                    (r.lambda - e).abs() <= 1e-11 * scale,
+                    "seed {seed}: lambda {} against {e} (scale {scale})",
+                    r.lambda
+                );
+            }
+            assert_eq!(
+                dv[free.len() - 1],
+                DVec3::ZERO,
+                "the immovable vertex is not moved"
+            );
+            active += expected.iter().filter(|&&l| l > 0.0).count();
+        }
+        assert!(active >= 10, "the problems have active contacts: {active}");
+    }
+}

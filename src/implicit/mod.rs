@@ -21,6 +21,8 @@
 
 pub mod cg;
 pub mod contacts;
+#[cfg(test)]
+mod dense;
 pub mod ica;
 pub mod matrix;
 pub mod system;

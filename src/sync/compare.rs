@@ -8,9 +8,9 @@
 use std::fmt::Write as _;
 
 use super::SyncSimulation;
-use crate::implicit::ImplicitSimulation;
 use crate::check::{audit_positions, measure, AuditReport, Conservation};
 use crate::engine::{Frame, FrameSink, RunError};
+use crate::implicit::ImplicitSimulation;
 use crate::scene::{FailSafe, Method, Scene};
 use crate::Simulation;
 
