@@ -14,12 +14,14 @@ pub(super) fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
             .unwrap();
         a.swap(col, pivot);
         b.swap(col, pivot);
-        for row in col + 1..n {
-            let f = a[row][col] / a[col][col];
-            for k in col..n {
-                a[row][k] -= f * a[col][k];
+        let (top, bottom) = a.split_at_mut(col + 1);
+        let pivot_row = &top[col];
+        for (r, target) in bottom.iter_mut().enumerate() {
+            let f = target[col] / pivot_row[col];
+            for (t, p) in target[col..].iter_mut().zip(&pivot_row[col..]) {
+                *t -= f * p;
             }
-            b[row] -= f * b[col];
+            b[col + 1 + r] -= f * b[col];
         }
     }
     let mut x = vec![0.0; n];
