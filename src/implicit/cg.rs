@@ -6,7 +6,7 @@
 //! integrator takes, so a direct sparse factorization is not needed. The contact solver
 //! ([`super::ica`]) relaxes on `A` itself and never factorizes it either.
 
-use glam::{DMat3, DVec3};
+use glam::DVec3;
 
 use super::matrix::{dot, BlockMatrix};
 
@@ -31,15 +31,7 @@ pub fn solve(
     max_iterations: u32,
 ) -> CgReport {
     let n = a.len();
-    let inverse: Vec<DMat3> = (0..n)
-        .map(|i| {
-            if free[i] {
-                a.diagonal(i).inverse()
-            } else {
-                DMat3::ZERO
-            }
-        })
-        .collect();
+    let inverse = a.inverse_diagonal(free);
     let masked = |i: usize, p: DVec3| if free[i] { p } else { DVec3::ZERO };
     let guess: Vec<DVec3> = (0..n).map(|i| masked(i, x[i])).collect();
     let mut ax = vec![DVec3::ZERO; n];

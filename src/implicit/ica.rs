@@ -22,7 +22,7 @@
 //!
 //! Every loop runs in a fixed order, so the result is a pure function of the input.
 
-use glam::{DMat3, DVec3};
+use glam::DVec3;
 
 use super::matrix::BlockMatrix;
 
@@ -102,15 +102,7 @@ pub fn solve(
     params: IcaParams,
 ) -> IcaReport {
     let n = a.len();
-    let dinv: Vec<DMat3> = (0..n)
-        .map(|i| {
-            if free[i] {
-                a.diagonal(i).inverse()
-            } else {
-                DMat3::ZERO
-            }
-        })
-        .collect();
+    let dinv = a.inverse_diagonal(free);
     // D_A^-1 J^T and D_A^-1 H^T, per contact, direction and vertex, and the diagonal of B.
     let columns: Vec<[[DVec3; 4]; 3]> = contacts
         .iter()
@@ -282,6 +274,7 @@ mod tests {
     use super::*;
     use crate::implicit::dense;
     use crate::test_rng::Rng;
+    use glam::DMat3;
 
     /// A random problem over 8 vertices (the last immovable): `A` = masses plus random PSD
     /// couplings along a chain and a few random pairs, random `v*`, and `m` contacts on random

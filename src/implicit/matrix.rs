@@ -91,6 +91,20 @@ impl BlockMatrix {
         self.blocks[self.diag[i]]
     }
 
+    /// The inverses of the diagonal blocks of the free vertices (`free[i]`; zero for the
+    /// others).
+    pub fn inverse_diagonal(&self, free: &[bool]) -> Vec<DMat3> {
+        (0..self.len())
+            .map(|i| {
+                if free[i] {
+                    self.diagonal(i).inverse()
+                } else {
+                    DMat3::ZERO
+                }
+            })
+            .collect()
+    }
+
     /// The entries `(column, block)` of row `i`.
     pub fn row(&self, i: usize) -> impl Iterator<Item = (usize, &DMat3)> {
         let r = self.row_start[i]..self.row_start[i + 1];

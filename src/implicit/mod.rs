@@ -33,11 +33,11 @@ use glam::DVec3;
 use hashbrown::HashMap;
 use serde::Serialize;
 
-use crate::engine::{FrameSink, RunError, Simulation, Stats};
+use crate::engine::{FrameSink, Model, RunError, Simulation, Stats};
 use crate::scene::{FailSafe, ImplicitSettings, Scene, SceneError};
 use crate::sync::filter::{Filter, FilterParams, FilterStats};
 use crate::sync::primitives::Feature;
-use crate::sync::steps::{self, FixedSteps};
+use crate::sync::steps::{self, Due, FixedSteps, Progress};
 use contacts::Detector;
 use ica::{ContactRow, IcaParams};
 use system::{Forces, LinearSystem};
@@ -135,9 +135,7 @@ pub struct ImplicitSimulation {
     settings: ImplicitSettings,
     friction: f64,
     gravity: DVec3,
-    clock: FixedSteps,
-    steps: u64,
-    next_frame: u64,
+    progress: Progress,
     script_origin: Vec<(u32, usize, DVec3)>,
     /// Multipliers of the last accepted sub-step, by feature (warm starts).
     warm: HashMap<Feature, (f64, [f64; 2])>,
@@ -159,14 +157,7 @@ impl ImplicitSimulation {
         let detector = Detector::new(sim.triangles(), sim.state().len(), delta);
         let model = sim.model_mut();
         let script_origin = steps::script_origins(model.scripts, &model.state.x);
-        let forces = Forces {
-            springs: &model.springs.kernel,
-            hinges: &model.hinges.kernel,
-            drag: model.drag,
-            prescribed: model.prescribed,
-            gravity: scene.gravity,
-        };
-        let system = LinearSystem::new(&forces, &model.state.inv_mass);
+        let system = LinearSystem::new(&forces_of(&model, scene.gravity), &model.state.inv_mass);
         let stats = ImplicitStats {
             integrator: "implicit",
             step: clock.step(),
@@ -183,9 +174,7 @@ impl ImplicitSimulation {
             settings: s,
             friction,
             gravity: scene.gravity,
-            clock,
-            steps: 0,
-            next_frame: 0,
+            progress: Progress::new(clock),
             script_origin,
             warm: HashMap::new(),
             stats,
@@ -199,12 +188,12 @@ impl ImplicitSimulation {
 
     /// The step `h` (s) before any halving.
     pub fn step(&self) -> f64 {
-        self.clock.step()
+        self.progress.clock.step()
     }
 
     /// The current simulated time: the end of the last step taken.
     pub fn time(&self) -> f64 {
-        self.clock.time_of(self.steps)
+        self.progress.time()
     }
 
     /// Statistics so far.
@@ -216,31 +205,25 @@ impl ImplicitSimulation {
     /// frame times, and at time 0) to `sink`.
     pub fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), ImplicitError> {
         let started = Instant::now();
-        let result = self.step_loop(until, sink);
+        let mut progress = self.progress;
+        let result = progress.run(until, |due| match due {
+            Due::Frame { index, time } => {
+                steps::write_frame(&self.sim, index, time, sink)?;
+                self.stats.run.frames += 1;
+                Ok(())
+            }
+            Due::Step { t, t_next } => {
+                self.advance(t, t_next, 0)?;
+                self.stats.steps += 1;
+                Ok(())
+            }
+        });
+        self.progress = progress;
         let run = &mut self.stats.run;
         run.wall_seconds += started.elapsed().as_secs_f64();
-        run.simulated_seconds = self.clock.time_of(self.steps);
+        run.simulated_seconds = progress.time();
         run.threads = rayon::current_num_threads();
         result
-    }
-
-    fn step_loop(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), ImplicitError> {
-        let slack = 1e-9 * self.clock.step();
-        loop {
-            let time = self.clock.time_of(self.steps);
-            if self.clock.frame_at(self.steps) == Some(self.next_frame) && time <= until + slack {
-                steps::write_frame(&self.sim, self.next_frame, time, sink)?;
-                self.next_frame += 1;
-                self.stats.run.frames += 1;
-            }
-            let t_next = self.clock.time_of(self.steps + 1);
-            if t_next > until + slack {
-                return Ok(());
-            }
-            self.advance(time, t_next, 0)?;
-            self.steps += 1;
-            self.stats.steps = self.steps;
-        }
     }
 
     /// One (sub-)step from `t` to `t_next`, `depth` halvings deep.
@@ -285,21 +268,15 @@ impl ImplicitSimulation {
     fn unconstrained(&mut self, t: f64, t_next: f64) -> Vec<DVec3> {
         let h = t_next - t;
         let model = self.sim.model_mut();
-        let state = model.state;
         steps::apply_scripts(
             &self.script_origin,
             model.scripts,
             (t, t_next, h),
-            &mut state.x,
-            &mut state.v,
+            &mut model.state.x,
+            &mut model.state.v,
         );
-        let forces = Forces {
-            springs: &model.springs.kernel,
-            hinges: &model.hinges.kernel,
-            drag: model.drag,
-            prescribed: model.prescribed,
-            gravity: self.gravity,
-        };
+        let forces = forces_of(&model, self.gravity);
+        let state = &*model.state;
         self.system
             .assemble(&forces, (&state.x, &state.v, &state.mass), t, h);
         let mut v_star = state.v.clone();
@@ -414,5 +391,16 @@ impl ImplicitSimulation {
                 first: format!("{:?} {:?}", u.first.kind, u.first.verts),
                 reason: u.reason,
             })
+    }
+}
+
+/// The forces of `model` with `gravity`, as the linearized system reads them.
+fn forces_of<'a>(model: &'a Model<'_>, gravity: DVec3) -> Forces<'a> {
+    Forces {
+        springs: &model.springs.kernel,
+        hinges: &model.hinges.kernel,
+        drag: model.drag,
+        prescribed: model.prescribed,
+        gravity,
     }
 }

@@ -34,7 +34,7 @@ use crate::engine::{FrameSink, RunError, Simulation, Stats};
 use crate::forces::external::gravity_tick;
 use crate::scene::{FailSafe, OnUnresolved, Scene, SceneError};
 use filter::{Filter, FilterParams, FilterStats};
-use steps::FixedSteps;
+use steps::{Due, FixedSteps, Progress};
 
 /// Why a synchronous run stopped early.
 #[derive(Debug, thiserror::Error)]
@@ -92,9 +92,7 @@ pub struct SyncSimulation {
     sim: Simulation,
     filter: Filter,
     gravity: DVec3,
-    clock: FixedSteps,
-    steps: u64,
-    next_frame: u64,
+    progress: Progress,
     /// Per scripted vertex: its index, script and position at time 0.
     script_origin: Vec<(u32, usize, DVec3)>,
     on_unresolved: OnUnresolved,
@@ -140,9 +138,7 @@ impl SyncSimulation {
             sim,
             filter,
             gravity: scene.gravity,
-            clock,
-            steps: 0,
-            next_frame: 0,
+            progress: Progress::new(clock),
             script_origin,
             on_unresolved: s.on_unresolved,
             stats,
@@ -156,12 +152,12 @@ impl SyncSimulation {
 
     /// The step `h` (s).
     pub fn step(&self) -> f64 {
-        self.clock.step()
+        self.progress.clock.step()
     }
 
     /// The current simulated time: the end of the last step taken.
     pub fn time(&self) -> f64 {
-        self.clock.time_of(self.steps)
+        self.progress.time()
     }
 
     /// Statistics so far.
@@ -173,38 +169,27 @@ impl SyncSimulation {
     /// frame times, and at time 0) to `sink`.
     pub fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), SyncError> {
         let started = Instant::now();
-        let result = self.step_loop(until, sink);
-        let now = self.clock.time_of(self.steps);
+        let mut progress = self.progress;
+        let result = progress.run(until, |due| match due {
+            Due::Frame { index, time } => {
+                steps::write_frame(&self.sim, index, time, sink)?;
+                self.stats.run.frames += 1;
+                Ok(())
+            }
+            Due::Step { t, t_next } => self.take_step(t, t_next),
+        });
+        self.progress = progress;
+        self.stats.steps = progress.steps;
         let run = &mut self.stats.run;
         run.wall_seconds += started.elapsed().as_secs_f64();
-        run.simulated_seconds = now;
+        run.simulated_seconds = progress.time();
         run.threads = rayon::current_num_threads();
         result
     }
 
-    fn step_loop(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), SyncError> {
-        let slack = 1e-9 * self.clock.step();
-        loop {
-            let time = self.clock.time_of(self.steps);
-            if self.clock.frame_at(self.steps) == Some(self.next_frame) && time <= until + slack {
-                steps::write_frame(&self.sim, self.next_frame, time, sink)?;
-                self.next_frame += 1;
-                self.stats.run.frames += 1;
-            }
-            if self.clock.time_of(self.steps + 1) > until + slack {
-                return Ok(());
-            }
-            self.take_step()?;
-        }
-    }
-
     /// One step: kick, script, filter, drift.
-    fn take_step(&mut self) -> Result<(), SyncError> {
-        let (t, t_next) = (
-            self.clock.time_of(self.steps),
-            self.clock.time_of(self.steps + 1),
-        );
-        let h = self.clock.step();
+    fn take_step(&mut self, t: f64, t_next: f64) -> Result<(), SyncError> {
+        let h = self.progress.clock.step();
         let model = self.sim.model_mut();
         let state = model.state;
         model.springs.tick_all(t, h, state);
@@ -246,8 +231,6 @@ impl SyncSimulation {
             *x += h * *v;
             *ti = t_next;
         }
-        self.steps += 1;
-        self.stats.steps = self.steps;
         Ok(())
     }
 }

@@ -53,6 +53,78 @@ impl FixedSteps {
     }
 }
 
+/// What is due next in a fixed-step run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Due {
+    /// Write frame `index` at `time` (the end of the last step taken).
+    Frame {
+        /// Frame number.
+        index: u64,
+        /// Its time.
+        time: f64,
+    },
+    /// Take the step from `t` to `t_next`.
+    Step {
+        /// Start of the step.
+        t: f64,
+        /// Its end.
+        t_next: f64,
+    },
+}
+
+/// Where a fixed-step run is: the steps taken and the next frame to write.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    /// The step clock.
+    pub clock: FixedSteps,
+    /// Steps taken.
+    pub steps: u64,
+    /// The next frame to write.
+    pub next_frame: u64,
+}
+
+impl Progress {
+    /// No step taken yet.
+    pub fn new(clock: FixedSteps) -> Self {
+        Self {
+            clock,
+            steps: 0,
+            next_frame: 0,
+        }
+    }
+
+    /// The end of the last step taken.
+    pub fn time(&self) -> f64 {
+        self.clock.time_of(self.steps)
+    }
+
+    /// Hands `act` the frames (at step ends that are frame times, and at time 0) and the steps
+    /// whose end is at most `until`, in order.
+    pub fn run<E>(
+        &mut self,
+        until: f64,
+        mut act: impl FnMut(Due) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let slack = 1e-9 * self.clock.step();
+        loop {
+            let time = self.time();
+            if self.clock.frame_at(self.steps) == Some(self.next_frame) && time <= until + slack {
+                act(Due::Frame {
+                    index: self.next_frame,
+                    time,
+                })?;
+                self.next_frame += 1;
+            }
+            let t_next = self.clock.time_of(self.steps + 1);
+            if t_next > until + slack {
+                return Ok(());
+            }
+            act(Due::Step { t: time, t_next })?;
+            self.steps += 1;
+        }
+    }
+}
+
 /// Hands the positions of `sim` at `time` to `sink` as frame `index`, after checking that they
 /// are finite.
 pub fn write_frame(
