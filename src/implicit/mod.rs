@@ -37,7 +37,7 @@ use crate::engine::{FrameSink, Model, RunError, Simulation, Stats};
 use crate::scene::{FailSafe, ImplicitSettings, Scene, SceneError};
 use crate::sync::filter::{Filter, FilterParams, FilterStats};
 use crate::sync::primitives::Feature;
-use crate::sync::steps::{self, Due, FixedSteps, Progress};
+use crate::sync::steps::{self, FixedSteps, Progress, Stepper};
 use contacts::Detector;
 use ica::{ContactRow, IcaParams};
 use system::{Forces, LinearSystem};
@@ -204,25 +204,10 @@ impl ImplicitSimulation {
     /// Takes steps while their end is at most `until`, handing frames (at step ends that are
     /// frame times, and at time 0) to `sink`.
     pub fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), ImplicitError> {
-        let started = Instant::now();
         let mut progress = self.progress;
-        let result = progress.run(until, |due| match due {
-            Due::Frame { index, time } => {
-                steps::write_frame(&self.sim, index, time, sink)?;
-                self.stats.run.frames += 1;
-                Ok(())
-            }
-            Due::Step { t, t_next } => {
-                self.advance(t, t_next, 0)?;
-                self.stats.steps += 1;
-                Ok(())
-            }
-        });
+        let result = steps::run_until(self, &mut progress, until, sink);
         self.progress = progress;
-        let run = &mut self.stats.run;
-        run.wall_seconds += started.elapsed().as_secs_f64();
-        run.simulated_seconds = progress.time();
-        run.threads = rayon::current_num_threads();
+        self.stats.steps = progress.steps;
         result
     }
 
@@ -391,6 +376,22 @@ impl ImplicitSimulation {
                 first: format!("{:?} {:?}", u.first.kind, u.first.verts),
                 reason: u.reason,
             })
+    }
+}
+
+impl Stepper for ImplicitSimulation {
+    type Error = ImplicitError;
+
+    fn simulation(&self) -> &Simulation {
+        &self.sim
+    }
+
+    fn run_stats(&mut self) -> &mut Stats {
+        &mut self.stats.run
+    }
+
+    fn take_step(&mut self, t: f64, t_next: f64) -> Result<(), ImplicitError> {
+        self.advance(t, t_next, 0)
     }
 }
 

@@ -34,7 +34,7 @@ use crate::engine::{FrameSink, RunError, Simulation, Stats};
 use crate::forces::external::gravity_tick;
 use crate::scene::{FailSafe, OnUnresolved, Scene, SceneError};
 use filter::{Filter, FilterParams, FilterStats};
-use steps::{Due, FixedSteps, Progress};
+use steps::{FixedSteps, Progress, Stepper};
 
 /// Why a synchronous run stopped early.
 #[derive(Debug, thiserror::Error)]
@@ -168,23 +168,23 @@ impl SyncSimulation {
     /// Takes steps while their end is at most `until`, handing frames (at step ends that are
     /// frame times, and at time 0) to `sink`.
     pub fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), SyncError> {
-        let started = Instant::now();
         let mut progress = self.progress;
-        let result = progress.run(until, |due| match due {
-            Due::Frame { index, time } => {
-                steps::write_frame(&self.sim, index, time, sink)?;
-                self.stats.run.frames += 1;
-                Ok(())
-            }
-            Due::Step { t, t_next } => self.take_step(t, t_next),
-        });
+        let result = steps::run_until(self, &mut progress, until, sink);
         self.progress = progress;
         self.stats.steps = progress.steps;
-        let run = &mut self.stats.run;
-        run.wall_seconds += started.elapsed().as_secs_f64();
-        run.simulated_seconds = progress.time();
-        run.threads = rayon::current_num_threads();
         result
+    }
+}
+
+impl Stepper for SyncSimulation {
+    type Error = SyncError;
+
+    fn simulation(&self) -> &Simulation {
+        &self.sim
+    }
+
+    fn run_stats(&mut self) -> &mut Stats {
+        &mut self.stats.run
     }
 
     /// One step: kick, script, filter, drift.

@@ -2,9 +2,11 @@
 //! [`crate::implicit`]) share: the step clock aligned with frames, frame output, and scripted
 //! motion over a step.
 
+use std::time::Instant;
+
 use glam::DVec3;
 
-use crate::engine::{Frame, FrameSink, RunError, Simulation};
+use crate::engine::{Frame, FrameSink, RunError, Simulation, Stats};
 use crate::forces::external::ScriptedMotion;
 use crate::scene::SceneError;
 
@@ -123,6 +125,42 @@ impl Progress {
             self.steps += 1;
         }
     }
+}
+
+/// A fixed-step integrator, as [`run_until`] drives it.
+pub trait Stepper {
+    /// Why a run stops early.
+    type Error: From<RunError>;
+    /// The model, as frame sinks see it.
+    fn simulation(&self) -> &Simulation;
+    /// The common statistics, which the run updates.
+    fn run_stats(&mut self) -> &mut Stats;
+    /// One step from `t` to `t_next`.
+    fn take_step(&mut self, t: f64, t_next: f64) -> Result<(), Self::Error>;
+}
+
+/// Runs `stepper` from `progress` to `until` (see [`Progress::run`]), handing frames to `sink`,
+/// and records frames, wall and simulated time and threads in its statistics.
+pub fn run_until<S: Stepper>(
+    stepper: &mut S,
+    progress: &mut Progress,
+    until: f64,
+    sink: &mut dyn FrameSink,
+) -> Result<(), S::Error> {
+    let started = Instant::now();
+    let result = progress.run(until, |due| match due {
+        Due::Frame { index, time } => {
+            write_frame(stepper.simulation(), index, time, sink)?;
+            stepper.run_stats().frames += 1;
+            Ok(())
+        }
+        Due::Step { t, t_next } => stepper.take_step(t, t_next),
+    });
+    let run = stepper.run_stats();
+    run.wall_seconds += started.elapsed().as_secs_f64();
+    run.simulated_seconds = progress.time();
+    run.threads = rayon::current_num_threads();
+    result
 }
 
 /// Hands the positions of `sim` at `time` to `sink` as frame `index`, after checking that they
