@@ -271,14 +271,10 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         started: Instant::now(),
     };
     let stats_path = args.stats.unwrap_or_else(|| args.out.join("stats.json"));
-    let stats_error =
-        |e: std::io::Error| Failure::Internal(format!("{}: {e}", stats_path.display()));
     if let Some(sim) = &mut sync_sim {
         let result = pool.install(|| sim.run_until(until, &mut sink));
         sink.progress.finish_and_clear();
-        let json = serde_json::to_string_pretty(sim.stats())
-            .map_err(|e| Failure::Internal(e.to_string()))?;
-        std::fs::write(&stats_path, json + "\n").map_err(stats_error)?;
+        write_json(&stats_path, sim.stats())?;
         let s = sim.stats();
         return match result {
             Ok(()) => {
@@ -303,9 +299,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     if let Some(sim) = &mut implicit_sim {
         let result = pool.install(|| sim.run_until(until, &mut sink));
         sink.progress.finish_and_clear();
-        let json = serde_json::to_string_pretty(sim.stats())
-            .map_err(|e| Failure::Internal(e.to_string()))?;
-        std::fs::write(&stats_path, json + "\n").map_err(stats_error)?;
+        write_json(&stats_path, sim.stats())?;
         let s = sim.stats();
         return match result {
             Ok(()) => {
@@ -352,7 +346,8 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::Internal(format!("{}: {e}", path.display())))?;
         print_zone_totals(&totals, sim.stats().wall_seconds);
     }
-    write_stats(&stats_path, sim.stats()).map_err(stats_error)?;
+    write_stats(&stats_path, sim.stats())
+        .map_err(|e| Failure::Internal(format!("{}: {e}", stats_path.display())))?;
     match result {
         Ok(()) => {
             let s = sim.stats();
@@ -568,6 +563,13 @@ fn info(args: InfoArgs) -> Result<(), Failure> {
         );
     }
     Ok(())
+}
+
+/// Writes a fixed-step integrator's statistics to `path` as pretty JSON.
+fn write_json(path: &Path, stats: &impl serde::Serialize) -> Result<(), Failure> {
+    let json = serde_json::to_string_pretty(stats).map_err(|e| Failure::Internal(e.to_string()))?;
+    std::fs::write(path, json + "\n")
+        .map_err(|e| Failure::Internal(format!("{}: {e}", path.display())))
 }
 
 fn plot(dir: &Path) -> Result<(), Failure> {
