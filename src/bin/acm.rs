@@ -279,12 +279,8 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         return match result {
             Ok(()) => {
                 println!(
-                    "{}: {} frames in {} ({} vertices, {:.3} s simulated, {} synchronous steps of {:.3e} s, {:.2} s wall, {:.2} s in the velocity filter)",
-                    name,
-                    s.run.frames,
-                    args.out.display(),
-                    s.run.model.vertices,
-                    s.run.simulated_seconds,
+                    "{}, {} synchronous steps of {:.3e} s, {:.2} s wall, {:.2} s in the velocity filter)",
+                    fixed_step_summary(&name, &s.run, &args.out),
                     s.steps,
                     s.step,
                     s.run.wall_seconds,
@@ -304,12 +300,8 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         return match result {
             Ok(()) => {
                 println!(
-                    "{}: {} frames in {} ({} vertices, {:.3} s simulated, {} implicit steps of {:.3e} s, {} halvings, {} fail-safe uses, {:.2} s wall, {:.2} s on contact)",
-                    name,
-                    s.run.frames,
-                    args.out.display(),
-                    s.run.model.vertices,
-                    s.run.simulated_seconds,
+                    "{}, {} implicit steps of {:.3e} s, {} halvings, {} fail-safe uses, {:.2} s wall, {:.2} s on contact)",
+                    fixed_step_summary(&name, &s.run, &args.out),
                     s.steps,
                     s.step,
                     s.halvings,
@@ -563,6 +555,17 @@ fn info(args: InfoArgs) -> Result<(), Failure> {
         );
     }
     Ok(())
+}
+
+/// The start of a fixed-step run's summary line: frames, where, vertices, simulated time.
+fn fixed_step_summary(name: &str, run: &acm::Stats, out: &Path) -> String {
+    format!(
+        "{name}: {} frames in {} ({} vertices, {:.3} s simulated",
+        run.frames,
+        out.display(),
+        run.model.vertices,
+        run.simulated_seconds
+    )
 }
 
 /// Writes a fixed-step integrator's statistics to `path` as pretty JSON.
