@@ -173,14 +173,7 @@ pub fn solve(
             }
         }
         // Outer: one block Gauss-Seidel sweep of A dv = J^T lambda + H^T gamma.
-        force.fill(DVec3::ZERO);
-        for c in contacts.iter() {
-            for (r, m) in c.multipliers().into_iter().enumerate() {
-                for k in 0..4 {
-                    force[c.verts[k] as usize] += (m * c.weights[k]) * c.dirs[r];
-                }
-            }
-        }
+        impulses(contacts, &mut force);
         for i in (0..n).filter(|&i| free[i]) {
             let off: DVec3 = a
                 .row(i)
@@ -215,6 +208,19 @@ pub fn solve(
         }
     }
     report
+}
+
+/// `out = J^T lambda + H^T gamma`: the contacts' impulses on each vertex, summed in contact
+/// order.
+fn impulses(contacts: &[ContactRow], out: &mut [DVec3]) {
+    out.fill(DVec3::ZERO);
+    for c in contacts {
+        for (r, m) in c.multipliers().into_iter().enumerate() {
+            for k in 0..4 {
+                out[c.verts[k] as usize] += (m * c.weights[k]) * c.dirs[r];
+            }
+        }
+    }
 }
 
 /// One projected Gauss-Seidel update of contact `c` (normal, then each friction direction),
