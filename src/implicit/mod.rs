@@ -10,8 +10,9 @@
 //!    collision detection on the tentative motion `x + s h v`, add the collisions as new
 //!    constraints, repeat, at most `max_cmr_iterations` times;
 //! 4. when that does not converge, the step is redone as two halves (at most `max_halvings`
-//!    deep); at the finest level the synchronous baseline's fail-safe (rigid impact zones)
-//!    resolves what remains, counted in the statistics;
+//!    deep); at the finest level the synchronous baseline's fail-safe (rigid impact zones,
+//!    starting from the unconstrained velocities `v*`) resolves what remains, counted in the
+//!    statistics;
 //! 5. every vertex drifts to `x + h v`.
 //!
 //! Scripted vertices get the average velocity of their script over the step, as in the
