@@ -8,8 +8,7 @@
 //!
 //! Kept short (10 samples, 2 s each) because CI smoke-runs benches with `cargo test --benches`.
 
-use acm::events::EventQueue;
-use acm::ids::EventId;
+use acm::events::{EventId, EventQueue};
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Duration;

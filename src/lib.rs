@@ -5,7 +5,7 @@
 //! (Harmon, *Robust, Efficient, and Accurate Contact Algorithms*, 2010, ch. 5).
 //!
 //! The crate is data oriented: vertices, elements and events live in structure-of-arrays tables
-//! indexed by dense ids ([`ids`]). Data flows one way:
+//! indexed by dense `u32` indices (events by [`events::EventId`]). Data flows one way:
 //! `mesh -> state -> forces | contact | kds -> events -> engine -> output`, with [`scene`] describing what to
 //! build and [`check`] only reading.
 //!
@@ -23,7 +23,6 @@ pub mod contact;
 pub mod engine;
 pub mod events;
 pub mod forces;
-pub mod ids;
 pub mod implicit;
 pub mod kds;
 pub mod mesh;

@@ -323,16 +323,28 @@ fn stops_cleanly(profile: &str, sets: &[&str], needles: &[&str]) -> usize {
 }
 
 #[test]
-fn a_layer_too_stiff_to_advance_time_stops_the_run_cleanly() {
-    // r1 = 1e35 gives layer 1 a clock near 1e-19 s: below what f64 can add to t ~ 0.04 s.
-    let written = stops_cleanly(
-        "particle_floor.toml",
-        &["contact.r1=1e35"],
-        &["no progress", "layer 1"],
+fn a_layer_too_stiff_to_advance_time_is_refused_at_load() {
+    // r1 = 1e35 gives layer 1 a clock near 1e-19 s: below what f64 can add to t ~ 0.04 s, so
+    // the run could never get past the first contact. It is refused before any frame.
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("particle_floor.toml");
+    let out = acm(
+        dir.path(),
+        &[
+            "run",
+            profile.to_str().unwrap(),
+            "--out",
+            "f",
+            "--set",
+            "contact.r1=1e35",
+        ],
     );
-    // Frames stop at the failure: the particle enters layer 1 after 0.043 s, so only the frames
-    // at 0, 0.02 and 0.04 s of the 101 exist.
-    assert_eq!(written, 3, "{written} frames written");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for needle in ["contact.r1", "first penalty layer", "use r1 <="] {
+        assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
+    }
+    assert!(!dir.path().join("f/frame_00000.obj").exists());
 }
 
 /// A particle at 10 km/s arriving at the floor at t = 1 s.
@@ -352,7 +364,10 @@ fn a_pair_faster_than_time_can_resolve_stops_the_run_cleanly() {
     let written = stops_cleanly(
         "particle_floor.toml",
         &sets,
-        &["time resolution exhausted", "VertexTriangle"],
+        &[
+            "time resolution exhausted",
+            "vertex 0 of \"particle\" and triangle",
+        ],
     );
     assert_eq!(written, 50, "frames up to t = 0.98 s only");
 }
@@ -395,7 +410,7 @@ fn scripted_object_driven_into_a_fixed_one_stops_before_intersecting() {
     let written = stops_cleanly(
         "sheet_on_sphere.toml",
         &["script=[{ object = \"sheet\", select = { all = true }, keys = [{ time = 0.0, velocity = [0, -100, 0] }] }]"],
-        &["fixed or scripted primitives are about to touch"],
+        &["fixed or scripted primitives came within 1.1 contact.eta1"],
     );
     assert!(written < 26);
 }
@@ -420,4 +435,56 @@ fn stepping_event_by_event_is_the_same_run() {
     whole.positions_at(0.1, &mut a);
     stepped.positions_at(0.1, &mut b);
     assert_eq!(a, b);
+}
+
+/// A particle bouncing between two fixed walls without gravity or damping, at the default
+/// `contact.safety`, gains energy at every impact (README, known limitations).
+const BOUNCING_BETWEEN_WALLS: &str = r#"
+[scene]
+name = "walls"
+duration = 10.0
+frame_interval = 0.1
+gravity = [0.0, 0.0, 0.0]
+
+[[object]]
+name = "low"
+mesh = { generator = "sheet", nx = 2, ny = 2, width = 10.0, depth = 10.0 }
+fixed = true
+
+[[object]]
+name = "high"
+mesh = { generator = "sheet", nx = 2, ny = 2, width = 10.0, depth = 10.0 }
+translate = [0.0, 10.0, 0.0]
+fixed = true
+
+[[object]]
+name = "particle"
+mesh = { generator = "particle", mass = 0.01 }
+translate = [0.3, 5.0, 0.2]
+velocity = [0.0, 1000.0, 0.0]
+
+[contact]
+eta1 = 0.1
+r1 = 1000.0
+cor = 1.0
+"#;
+
+#[test]
+fn energy_that_runs_away_stops_the_run_instead_of_stalling() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("walls.toml"), BOUNCING_BETWEEN_WALLS).unwrap();
+    let out = acm(dir.path(), &["run", "walls.toml", "--out", "f"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for needle in [
+        "speeds ran away",
+        "vertex 0 of \"particle\"",
+        "contact.safety",
+    ] {
+        assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
+    }
+    let check = acm(dir.path(), &["check", "f"]);
+    assert_eq!(check.status.code(), Some(0), "the frames written are clean");
+    // It stopped early, not at the scene's end.
+    assert!(!dir.path().join("f/frame_00100.obj").exists());
 }

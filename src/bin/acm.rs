@@ -5,6 +5,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use acm::engine::{Frame, FrameSink, RunError};
@@ -61,13 +62,13 @@ struct CompareArgs {
     /// Profile (TOML).
     profile: PathBuf,
     /// Simulated time (s) of both runs (default: the profile's duration).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     until: Option<f64>,
     /// Override a profile value (repeatable).
     #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
     overrides: Vec<String>,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
+    /// Worker threads (default: all cores; at most 4 per logical core, or 64).
+    #[arg(long, allow_negative_numbers = true)]
     threads: Option<usize>,
 }
 
@@ -76,7 +77,7 @@ struct CheckArgs {
     /// Directory holding frame_00000.obj, frame_00001.obj, ...
     dir: PathBuf,
     /// Report the minimum distance over pairs closer than this (cm).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     cutoff: f64,
 }
 
@@ -89,10 +90,10 @@ struct RunArgs {
     #[arg(long, default_value = "out")]
     out: PathBuf,
     /// Stop after this many frames (the frame at t = 0 counts).
-    #[arg(long, conflicts_with = "until")]
+    #[arg(long, conflicts_with = "until", allow_negative_numbers = true)]
     frames: Option<u64>,
     /// Stop at this simulated time (s) instead of the profile's duration.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     until: Option<f64>,
     /// Override a profile value, e.g. --set object.sheet.material.bend=0.5 (repeatable).
     #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
@@ -100,8 +101,8 @@ struct RunArgs {
     /// Where to write stats.json (default: OUT/stats.json).
     #[arg(long)]
     stats: Option<PathBuf>,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
+    /// Worker threads (default: all cores; at most 4 per logical core, or 64).
+    #[arg(long, allow_negative_numbers = true)]
     threads: Option<usize>,
     /// Check every certificate, layer and broad-phase invariant as of every event (about 1.6x
     /// the cost); the first breach stops the run.
@@ -130,6 +131,9 @@ enum Failure {
     Internal(String),
     /// `acm check` found intersecting triangles (exit 3; the report is already printed).
     Intersecting,
+    /// Ctrl-C stopped the run (exit 130, the shell's code for SIGINT); what was written is
+    /// whole.
+    Interrupted(String),
 }
 
 impl From<ProfileError> for Failure {
@@ -181,6 +185,30 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
         Err(Failure::Intersecting) => ExitCode::from(3),
+        Err(Failure::Interrupted(message)) => {
+            eprintln!("{message}");
+            ExitCode::from(130)
+        }
+    }
+}
+
+/// Set by the first Ctrl-C; the run stops between two events and writes its `stats.json`.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Makes the first SIGINT set [`INTERRUPTED`] (a second one ends the process at once).
+fn stop_on_ctrl_c() {
+    extern "C" fn on_sigint(_: libc::c_int) {
+        INTERRUPTED.store(true, Ordering::Relaxed);
+    }
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe; the sigaction
+    // struct is fully initialised before the call. SA_RESETHAND restores the default action
+    // after the first signal.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESETHAND;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
     }
 }
 
@@ -189,20 +217,29 @@ fn load(profile: Option<&Path>, overrides: &[String]) -> Result<Scene, Failure> 
         Some(path) => profile::load(path, overrides)?,
         None => profile::parse(
             acm::DEFAULT_PROFILE,
-            "<built-in sheet_on_sphere>",
+            &source(None),
             Path::new("."),
             overrides,
         )?,
     })
 }
 
-/// The failure of building scene `name`.
-fn bad_scene(name: &str, e: SceneError) -> Failure {
-    Failure::BadInput(format!("{name}: {e}"))
+/// What names a profile in messages: its path, or the built-in scene.
+fn source(profile: Option<&Path>) -> String {
+    profile.map_or_else(
+        || "<built-in sheet_on_sphere>".to_string(),
+        |p| p.display().to_string(),
+    )
+}
+
+/// The failure of building the scene of profile `source`.
+fn bad_scene(source: &str, e: SceneError) -> Failure {
+    Failure::BadInput(format!("{source}: {e}"))
 }
 
 fn run(args: RunArgs) -> Result<(), Failure> {
     let scene = load(args.profile.as_deref(), &args.overrides)?;
+    let file = source(args.profile.as_deref());
     let until = match (args.frames, args.until) {
         (Some(0), _) => return Err(Failure::BadInput("--frames must be at least 1".into())),
         (Some(n), _) => (n - 1) as f64 * scene.frame_interval,
@@ -221,7 +258,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     // own copies.
     let (mut acm_sim, mut sync_sim, mut implicit_sim) = match scene.integrator.method {
         Method::Acm => (
-            Some(Simulation::from_scene(scene).map_err(|e| bad_scene(&name, e))?),
+            Some(Simulation::from_scene(scene).map_err(|e| bad_scene(&file, e))?),
             None,
             None,
         ),
@@ -233,16 +270,39 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             ))
         }
         Method::Sync => {
-            let sim = SyncSimulation::new(&scene).map_err(|e| bad_scene(&name, e))?;
+            let sim = SyncSimulation::new(&scene).map_err(|e| bad_scene(&file, e))?;
             drop(scene);
             (None, Some(sim), None)
         }
         Method::Implicit => {
-            let sim = ImplicitSimulation::new(&scene).map_err(|e| bad_scene(&name, e))?;
+            let sim = ImplicitSimulation::new(&scene).map_err(|e| bad_scene(&file, e))?;
             drop(scene);
             (None, None, Some(sim))
         }
     };
+    let path_error =
+        |path: &Path, e: std::io::Error| Failure::BadInput(format!("{}: {e}", path.display()));
+    // Every output path is checked before anything is written, so a typo costs no simulated
+    // time and leaves no partial output.
+    std::fs::create_dir_all(&args.out).map_err(|e| path_error(&args.out, e))?;
+    let trace = match &args.trace {
+        Some(path) => Some((
+            path,
+            std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| path_error(path, e))?),
+        )),
+        None => None,
+    };
+    let stats_path = args.stats.unwrap_or_else(|| args.out.join("stats.json"));
+    if let Err(e) = std::fs::File::create(&stats_path) {
+        if let Some((path, _)) = &trace {
+            // Leave nothing behind: the trace file was created empty just above.
+            let _ = std::fs::remove_file(path);
+        }
+        return Err(path_error(&stats_path, e));
+    }
+    let stats_error =
+        |e: std::io::Error| Failure::Internal(format!("{}: {e}", stats_path.display()));
+    stop_on_ctrl_c();
     let io = |e: std::io::Error| Failure::BadInput(format!("{}: {e}", args.out.display()));
     let frames = ObjFrames::create(&args.out).map_err(io)?;
     let (contact_path, steps_path) = (args.out.join("contact.csv"), args.out.join("steps.csv"));
@@ -270,8 +330,8 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         progress: progress_bar(until, frame_interval),
         started: Instant::now(),
     };
-    let stats_path = args.stats.unwrap_or_else(|| args.out.join("stats.json"));
     if let Some(sim) = &mut sync_sim {
+        sim.stop_when(&INTERRUPTED);
         let result = pool.install(|| sim.run_until(until, &mut sink));
         sink.progress.finish_and_clear();
         write_json(&stats_path, sim.stats())?;
@@ -293,6 +353,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         };
     }
     if let Some(sim) = &mut implicit_sim {
+        sim.stop_when(&INTERRUPTED);
         let result = pool.install(|| sim.run_until(until, &mut sink));
         sink.progress.finish_and_clear();
         write_json(&stats_path, sim.stats())?;
@@ -321,15 +382,10 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         return Err(Failure::Internal("no integrator was built".into()));
     };
     sim.set_audit(args.audit);
-    let trace = match &args.trace {
-        Some(path) => {
-            let file = std::fs::File::create(path)
-                .map_err(|e| Failure::BadInput(format!("{}: {e}", path.display())))?;
-            acm::profile::start_trace();
-            Some((path, std::io::BufWriter::new(file)))
-        }
-        None => None,
-    };
+    sim.stop_when(&INTERRUPTED);
+    if trace.is_some() {
+        acm::profile::start_trace();
+    }
     let result = pool.install(|| sim.run_until(until, &mut sink));
     sink.progress.finish_and_clear();
     if let Some((path, mut file)) = trace {
@@ -338,8 +394,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::Internal(format!("{}: {e}", path.display())))?;
         print_zone_totals(&totals, sim.stats().wall_seconds);
     }
-    write_stats(&stats_path, sim.stats())
-        .map_err(|e| Failure::Internal(format!("{}: {e}", stats_path.display())))?;
+    write_stats(&stats_path, sim.stats()).map_err(stats_error)?;
     match result {
         Ok(()) => {
             let s = sim.stats();
@@ -363,10 +418,15 @@ fn run(args: RunArgs) -> Result<(), Failure> {
 /// The exit class of a run of scene `name` that stopped early.
 fn run_failure(e: RunError, name: &str, out: &Path) -> Failure {
     match e {
+        RunError::Interrupted { time } => Failure::Interrupted(format!(
+            "{name}: interrupted at t = {time} s; the frames in {} and stats.json are whole",
+            out.display()
+        )),
         RunError::Output(e) => Failure::BadInput(format!("{}: {e}", out.display())),
         e @ (RunError::Diverged { .. }
         | RunError::NoProgress { .. }
         | RunError::TimeResolution { .. }
+        | RunError::SpeedRunaway { .. }
         | RunError::KinematicContact { .. }) => Failure::BadInput(format!("{name}: {e}")),
         e @ (RunError::Internal { .. } | RunError::Audit { .. }) => {
             Failure::Internal(e.to_string())
@@ -413,9 +473,22 @@ fn print_zone_totals(totals: &BTreeMap<&'static str, ZoneTotal>, wall: f64) {
     }
 }
 
+/// Most worker threads per logical core: more only add start-up time and memory.
+const THREADS_PER_CORE: usize = 4;
+/// `--threads` up to this is accepted on any machine (to check determinism on a small one).
+const THREADS_ALWAYS_ALLOWED: usize = 64;
+
 fn thread_pool(threads: Option<usize>) -> Result<rayon::ThreadPool, Failure> {
     if threads == Some(0) {
         return Err(Failure::BadInput("--threads must be at least 1".into()));
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let most = (THREADS_PER_CORE * cores).max(THREADS_ALWAYS_ALLOWED);
+    if let Some(n) = threads.filter(|&n| n > most) {
+        return Err(Failure::BadInput(format!(
+            "--threads {n} is more than this machine can use: it has {cores} logical cores; \
+             use at most {most}"
+        )));
     }
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads.unwrap_or(0))
@@ -469,7 +542,7 @@ impl FrameSink for RunSink {
 
 fn info(args: InfoArgs) -> Result<(), Failure> {
     let scene = load(Some(&args.profile), &args.overrides)?;
-    let sim = Simulation::new(&scene).map_err(|e| bad_scene(&scene.name, e))?;
+    let sim = Simulation::new(&scene).map_err(|e| bad_scene(&source(Some(&args.profile)), e))?;
     let s = sim.stats();
     let state = sim.state();
     println!(

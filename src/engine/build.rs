@@ -7,12 +7,13 @@ use glam::DVec3;
 
 use super::contact::{Contact, ContactSetup, TooClose};
 use super::{
-    ClockRange, Clocks, ForceEvent, ForceTarget, ModelSize, ObjectRange, Simulation, Stats,
+    describe_vertices, ClockRange, Clocks, ForceEvent, ForceTarget, ModelSize, ObjectRange,
+    Simulation, Stats,
 };
+use crate::contact::PairKey;
 use crate::events::{EventKind, EventQueue, EventTable};
 use crate::forces::external::{Drag, PrescribedForce, ScriptedMotion};
 use crate::forces::{ElementKernel, HingeFamily, HingeKernel, SpringFamily, SpringKernel};
-use crate::kds::swept_boxes::PairKey;
 use crate::mesh::{lumped_masses, Topology, TriMesh, TriangleList};
 use crate::scene::{Scene, SceneError, VertexSet};
 use crate::state::{VertexKind, VertexState};
@@ -46,6 +47,15 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
             Some(m) => vec![m],
             None => lumped_masses(mesh, object.material.density),
         };
+        if let Some(m) = masses.iter().find(|m| !object.fixed && !m.is_normal()) {
+            return Err(SceneError::new(
+                format!("object[{i}].material.density"),
+                format!(
+                    "gives a vertex the mass {m:e} g, outside the range of double precision; \
+                     use a density between 1e-30 and 1e30 g/cm^2"
+                ),
+            ));
+        }
         let kind = if object.fixed {
             VertexKind::Fixed
         } else {
@@ -155,17 +165,39 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
         }
     }
     let integ = scene.integrator;
+    let stable_springs =
+        springs.stable_clocks(&springs.inverse_mass_shares(&state.inv_mass), integ.safety);
+    let stable_hinges = hinges.stable_clocks(
+        &state.x,
+        &hinges.inverse_mass_shares(&state.inv_mass),
+        integ.safety,
+    );
+    // The finest stable element, and the object it belongs to (for messages).
+    let finest_stable = stable_springs
+        .iter()
+        .zip(springs.ends.iter().map(|e| e[0]))
+        .chain(stable_hinges.iter().zip(hinges.verts.iter().map(|h| h[0])))
+        .min_by(|a, b| a.0.total_cmp(b.0))
+        .map(|(&h, v)| (h / integ.safety, owner(&objects, v)));
+    if let (Some(clock), Some((stable, _))) = (integ.clock, finest_stable) {
+        if clock > MAX_CLOCK_OVER_STABLE * stable {
+            return Err(SceneError::new(
+                "integrator.clock",
+                format!(
+                    "{clock:e} s is more than {MAX_CLOCK_OVER_STABLE} times the stable clock of \
+                     the stiffest element ({stable:.3e} s): the run would gain energy without \
+                     bound. Use at most {:.3e} s, or leave integrator.clock out",
+                    MAX_CLOCK_OVER_STABLE * stable
+                ),
+            ));
+        }
+    }
+    if let Some((stable, object)) = finest_stable {
+        makes_progress(scene, stable * integ.safety, object)?;
+    }
     let uniform = |n: usize| integ.clock.map(|h| vec![h; n]);
-    let spring_clocks = uniform(springs.ends.len()).unwrap_or_else(|| {
-        springs.stable_clocks(&springs.inverse_mass_shares(&state.inv_mass), integ.safety)
-    });
-    let hinge_clocks = uniform(hinges.verts.len()).unwrap_or_else(|| {
-        hinges.stable_clocks(
-            &state.x,
-            &hinges.inverse_mass_shares(&state.inv_mass),
-            integ.safety,
-        )
-    });
+    let spring_clocks = uniform(springs.ends.len()).unwrap_or(stable_springs);
+    let hinge_clocks = uniform(hinges.verts.len()).unwrap_or(stable_hinges);
     let super_elements = scene.speed.super_elements;
     let binned = super_elements && scene.speed.clock_bins;
     let springs = SpringFamily::new(springs, &spring_clocks, &state.x, state.len(), binned);
@@ -268,7 +300,10 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
     // is the peak of the process's memory.
     drop(topologies);
     let contact = if scene.contact.enabled {
+        first_layer_makes_progress(scene, &state)?;
         let setup = ContactSetup {
+            objects: objects.clone(),
+            speed_limit: scene.resolvable_speed(),
             schedule: scene.contact.schedule()?,
             cor: scene.contact.cor,
             mu: scene.contact.friction,
@@ -340,6 +375,7 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
         contact,
         pending_global_kick: false,
         audit: false,
+        stop: None,
         processed: 0,
         queue_sizes: 0,
         stats,
@@ -348,37 +384,112 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
 
 /// The error for a pair that starts closer than `eta1`, naming the objects and primitives.
 fn too_close(close: &TooClose, objects: &[ObjectRange], scene: &Scene) -> SceneError {
-    let owner = |v: u32| {
-        let o = objects
-            .iter()
-            .position(|o| v >= o.first_vertex && v < o.first_vertex + o.vertex_count)
-            .unwrap_or(0);
-        (o, v - objects[o].first_vertex)
-    };
-    let describe = |vs: &[u32]| {
-        let (o, _) = owner(vs[0]);
-        let local: Vec<u32> = vs.iter().map(|&v| owner(v).1).collect();
-        (
-            o,
-            format!("object {:?} vertices {local:?}", objects[o].name),
-        )
-    };
     let (what, a, b) = match close.key {
         PairKey::VertexTriangle(..) => {
             ("vertex and triangle", &close.verts[..1], &close.verts[1..])
         }
         PairKey::EdgeEdge(..) => ("two edges", &close.verts[..2], &close.verts[2..]),
     };
-    let ((oa, da), (_, db)) = (describe(a), describe(b));
     SceneError::new(
-        format!("object[{oa}]"),
+        format!("object[{}]", owner(objects, a[0])),
         format!(
-            "{what} start {:.3e} cm apart, closer than contact.eta1 = {}: {da} and {db}. \
+            "{what} start {:.3e} cm apart, closer than contact.eta1 = {}: {} and {}. \
              Separate the objects (or refine the mesh) so that non-adjacent primitives are at \
              least eta1 apart, or lower contact.eta1",
-            close.distance, scene.contact.eta1
+            close.distance,
+            scene.contact.eta1,
+            describe_vertices(objects, a),
+            describe_vertices(objects, b)
         ),
     )
+}
+
+/// `integrator.clock` may exceed the stable clock of the stiffest element by this factor (the
+/// element-by-element bound is conservative); beyond it energy grows without bound.
+const MAX_CLOCK_OVER_STABLE: f64 = 4.0;
+
+/// Most ticks the finest elastic clock may take over a run: beyond it a scene cannot finish in
+/// any reasonable time (the slowest shipped scene takes about 4e5).
+const MAX_TICKS: f64 = 1e9;
+
+/// The finest clock a run of `duration` s can make progress with: at most [`MAX_TICKS`] ticks,
+/// and a few thousand ulps of the end time (below that, `n * h` cannot advance time reliably).
+fn finest_clock_allowed(duration: f64) -> f64 {
+    (duration / MAX_TICKS).max(duration * 4096.0 * f64::EPSILON)
+}
+
+/// Refuses a first penalty layer whose clock could not carry the scene to its end (see
+/// [`finest_clock_allowed`]); deeper layers tick faster but only while a pair is inside them.
+fn first_layer_makes_progress(scene: &Scene, state: &VertexState) -> Result<(), SceneError> {
+    let c = &scene.contact;
+    let m_min = (0..state.len())
+        .filter(|&v| state.inv_mass[v] > 0.0)
+        .map(|v| state.mass[v])
+        .fold(f64::INFINITY, f64::min);
+    if !m_min.is_finite() {
+        return Ok(());
+    }
+    let h1 = c.schedule()?.clock(1, m_min, c.safety);
+    let needed = finest_clock_allowed(scene.duration);
+    if h1 >= needed {
+        return Ok(());
+    }
+    Err(SceneError::new(
+        "contact.r1",
+        format!(
+            "the first penalty layer's clock is {h1:.3e} s (lightest vertex {m_min:.3e} g), \
+             finer than the {needed:.3e} s a {} s run can make progress with: use r1 <= {:.3e}",
+            scene.duration,
+            c.r1 * (h1 / needed).powi(2)
+        ),
+    ))
+}
+
+/// The index of the object that vertex `v` (global) belongs to.
+fn owner(objects: &[ObjectRange], v: u32) -> usize {
+    objects.partition_point(|o| o.first_vertex <= v) - 1
+}
+
+/// Refuses a finest elastic clock `clock` (of an element of object `object`) that cannot carry
+/// the scene to its end: more than [`MAX_TICKS`] ticks, or too small to advance the scene's
+/// last time in double precision. The message says what material would work.
+fn makes_progress(scene: &Scene, clock: f64, object: usize) -> Result<(), SceneError> {
+    let duration = scene.duration;
+    let needed = finest_clock_allowed(duration);
+    if clock >= needed {
+        return Ok(());
+    }
+    // Clocks scale as sqrt(density / stiffness).
+    let factor = (needed / clock).powi(2);
+    let m = &scene.objects[object].material;
+    let advice = if factor.is_finite() {
+        format!(
+            "for example density >= {:.3e} (now {:e}), or stretch <= {:.3e} and bend <= {:.3e} \
+             (now {:e} and {:e})",
+            m.density * factor,
+            m.density,
+            m.stretch / factor,
+            m.bend / factor,
+            m.stretch,
+            m.bend
+        )
+    } else {
+        format!(
+            "clocks scale as sqrt(density / stiffness), and density {:e} against stretch {:e} \
+             and bend {:e} is beyond double precision",
+            m.density, m.stretch, m.bend
+        )
+    };
+    Err(SceneError::new(
+        format!("object[{object}].material"),
+        format!(
+            "the stiffest element of object {:?} has a stable clock of {clock:.3e} s: {:.3e} \
+             ticks over the scene's {duration} s, more than the {MAX_TICKS:e} a run can take. \
+             A clock of at least {needed:.3e} s works: {advice}",
+            scene.objects[object].name,
+            duration / clock,
+        ),
+    ))
 }
 
 /// The largest clock no larger than `pace` that divides `frame_interval`.

@@ -8,9 +8,9 @@
 //! equal times), so with super-events the trajectory does not depend on pair ids, on which broad
 //! phase found the pairs, or on the thread count. Per-pair groups tie by event id instead.
 
-use super::triangle_pairs::ContactKey;
+use crate::contact::ContactKey;
+use crate::events::EventId;
 use crate::events::{EventKind, EventQueue, EventTable};
-use crate::ids::EventId;
 
 /// A pair with the layer active.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,7 +144,7 @@ impl LayerEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kds::swept_boxes::PairKey;
+    use crate::contact::PairKey;
 
     fn member(v: u32) -> Member {
         Member {

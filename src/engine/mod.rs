@@ -12,16 +12,17 @@ mod stats;
 mod triangle_pairs;
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use glam::DVec3;
 
+use crate::events::EventId;
 use crate::events::{EventKind, EventQueue, EventTable};
 use crate::forces::external::{
     gravity_tick, vertex_gravity_tick, Drag, PrescribedForce, ScriptedMotion,
 };
 use crate::forces::{HingeFamily, SpringFamily};
-use crate::ids::EventId;
 use crate::mesh::TriangleList;
 use crate::profile::zone;
 use crate::scene::{Scene, SceneError};
@@ -43,6 +44,24 @@ pub struct ObjectRange {
     pub first_triangle: u32,
     /// Number of triangles.
     pub triangle_count: u32,
+}
+
+/// Names global vertices in a user's terms: `vertex 12 of "sheet"`, `edge (3, 4) of "sheet"`,
+/// `triangle (0, 1, 2) of "floor"` (indices local to the object, as in its mesh).
+pub(crate) fn describe_vertices(objects: &[ObjectRange], vertices: &[u32]) -> String {
+    let owner = objects
+        .partition_point(|o| o.first_vertex <= vertices[0])
+        .max(1)
+        - 1;
+    let object = &objects[owner];
+    let local: Vec<u32> = vertices.iter().map(|&v| v - object.first_vertex).collect();
+    let what = match local.as_slice() {
+        [v] => format!("vertex {v}"),
+        [a, b] => format!("edge ({a}, {b})"),
+        [a, b, c] => format!("triangle ({a}, {b}, {c})"),
+        more => format!("vertices {more:?}"),
+    };
+    format!("{what} of {:?}", object.name)
 }
 
 /// What a force event updates.
@@ -182,12 +201,30 @@ pub enum RunError {
         /// The pair's largest vertex speed (cm/s).
         speed: f64,
     },
+    /// A penalty impulse sped a vertex past the fastest speed contact can resolve
+    /// ([`Scene::resolvable_speed`]): energy has run away, and the run stops rather than stall.
+    #[error(
+        "speeds ran away at t = {time} s: a penalty layer sped {vertex} to {speed:.3e} cm/s, \
+         beyond the {limit:.3e} cm/s contact can resolve in this scene. Energy has grown without \
+         bound: lower contact.safety (see README, known limitations)"
+    )]
+    SpeedRunaway {
+        /// Simulated time.
+        time: f64,
+        /// The vertex, described.
+        vertex: String,
+        /// Its speed (cm/s).
+        speed: f64,
+        /// The resolvable speed (cm/s).
+        limit: f64,
+    },
     /// Two fixed or scripted primitives are about to touch: no force can stop prescribed
     /// motion, so the run stops before they intersect.
     #[error(
-        "at t = {time} s two fixed or scripted primitives are about to touch ({pair}, global \
-         vertices {vertices:?}); no contact force can change prescribed motion, so they would \
-         intersect. Change the scripts (or make one object free) so that they do not meet"
+        "at t = {time} s two fixed or scripted primitives came within 1.1 contact.eta1 of each \
+         other, where their first penalty layer would switch on ({pair}, global vertices \
+         {vertices:?}); no contact force can change prescribed motion, so they would intersect. \
+         Change the scripts (or make one object free) so that they stay farther apart"
     )]
     KinematicContact {
         /// Simulated time.
@@ -206,6 +243,12 @@ pub enum RunError {
         at: String,
         /// What broke.
         message: String,
+    },
+    /// The flag of [`Simulation::stop_when`] was set: the run stopped between two events.
+    #[error("interrupted at t = {time} s")]
+    Interrupted {
+        /// Simulated time reached.
+        time: f64,
     },
     /// A frame sink failed (for example a full disk).
     #[error("output failed: {0}")]
@@ -266,6 +309,8 @@ pub struct Simulation {
     /// yet: done once after the last of the simultaneous whole-mesh force ticks.
     pending_global_kick: bool,
     audit: bool,
+    /// Set from outside (a Ctrl-C handler) to stop the run between two events.
+    stop: Option<&'static AtomicBool>,
     /// Events popped so far (all kinds), for live progress reports.
     processed: u64,
     /// The event queue's size summed over the events processed (for [`Stats::queue_mean`]).
@@ -368,6 +413,18 @@ impl Simulation {
         true
     }
 
+    /// Stops [`Self::run_until`] between two events, with [`RunError::Interrupted`], once `flag`
+    /// is set (for example by a Ctrl-C handler). The frames already handed out are whole, and
+    /// [`Self::stats`] says how far the run got.
+    pub fn stop_when(&mut self, flag: &'static AtomicBool) {
+        self.stop = Some(flag);
+    }
+
+    /// Whether the flag of [`Self::stop_when`] is set.
+    pub(crate) fn stop_requested(&self) -> bool {
+        self.stop.is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+
     /// Turns the audit on or off: every live certificate holds and every close pair has its layers
     /// active after every event (checked as the engine's `Contact::audit` explains); the first
     /// breach stops the run.
@@ -465,10 +522,11 @@ impl Simulation {
 
     fn refresh_stats(&mut self) {
         if let Some(c) = &self.contact {
-            self.stats.contact = Some(c.stats.clone());
-            self.stats.events.contact = c.stats.slab_events
-                + c.stats.broad_phase_events
-                + c.stats.penalty_events_per_layer.iter().sum::<u64>();
+            let stats = c.stats();
+            self.stats.events.contact = stats.slab_events
+                + stats.broad_phase_events
+                + stats.penalty_events_per_layer.iter().sum::<u64>();
+            self.stats.contact = Some(stats);
         }
         self.stats.events_total = self.stats.events.total();
         self.stats.events_per_second = if self.stats.wall_seconds > 0.0 {
@@ -481,7 +539,12 @@ impl Simulation {
     }
 
     fn event_loop(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), RunError> {
-        while self.process_next(until, sink)?.is_some() {}
+        while self.process_next(until, sink)?.is_some() {
+            if self.stop_requested() {
+                self.stats.interrupted = true;
+                return Err(RunError::Interrupted { time: self.time });
+            }
+        }
         if self.pending_global_kick {
             self.flush_global_kick();
         }

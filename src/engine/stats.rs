@@ -115,6 +115,8 @@ pub struct Stats {
     pub frames: u64,
     /// Worker threads of the pool the run used.
     pub threads: usize,
+    /// The run was stopped from outside (Ctrl-C) before the time it was asked to reach.
+    pub interrupted: bool,
     /// Contact statistics, when contact is on.
     pub contact: Option<super::ContactStats>,
 }

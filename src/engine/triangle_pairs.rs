@@ -11,41 +11,12 @@
 //! its own.
 
 use crate::contact::closest::{TriangleFeature, TRIANGLE_PAIR_FEATURES};
-use crate::kds::swept_boxes::PairKey;
+use crate::contact::{ContactKey, PairKey};
 use crate::mesh::{Csr, TriangleList};
 use hashbrown::HashMap;
 
 /// No triangle on this side of an edge (a boundary edge).
 const NONE: u32 = u32::MAX;
-
-/// A contact pair: a VT or EE feature pair, or a pair of vertex-disjoint triangles (`s < t`,
-/// side A is `s`). Feature pairs order before triangle pairs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(super) enum ContactKey {
-    /// A vertex-triangle or edge-edge pair.
-    Feature(PairKey),
-    /// Two vertex-disjoint triangles, in ascending order.
-    Triangles(u32, u32),
-}
-
-impl ContactKey {
-    /// Number of vertices: four for a feature pair, six for a triangle pair.
-    pub(super) fn len(self) -> usize {
-        match self {
-            Self::Feature(_) => 4,
-            Self::Triangles(..) => 6,
-        }
-    }
-
-    /// Vertices on side A (see [`crate::kds::slab`]): 1 for VT, 2 for EE, 3 for triangles.
-    pub(super) fn a_count(self) -> usize {
-        match self {
-            Self::Feature(PairKey::VertexTriangle(..)) => 1,
-            Self::Feature(PairKey::EdgeEdge(..)) => 2,
-            Self::Triangles(..) => 3,
-        }
-    }
-}
 
 /// The adjacency that maps feature pairs to triangle pairs and back.
 #[derive(Debug)]
@@ -259,7 +230,7 @@ mod tests {
             keys,
             [ContactKey::Feature(PairKey::VertexTriangle(particle, 0))]
         );
-        assert_eq!(ContactKey::Triangles(0, 9).len(), 6);
+        assert_eq!(ContactKey::Triangles(0, 9).vertex_count(), 6);
         assert_eq!(ContactKey::Triangles(0, 9).a_count(), 3);
     }
 }

@@ -5,8 +5,10 @@
 //! Pending events sit in the [`EventQueue`], an indexed D-ary min-heap over event ids keyed by
 //! `(time, id)`, so that ties between simultaneous events break deterministically.
 
+mod id;
 mod queue;
 mod table;
 
+pub use id::EventId;
 pub use queue::{DenseSlots, EventQueue, Slots, SparseSlots};
 pub use table::{EventHandle, EventKind, EventTable, StaleHandle};

@@ -2,7 +2,7 @@
 
 use hashbrown::HashMap;
 
-use crate::ids::EventId;
+use super::EventId;
 
 /// Position-array marker for "this id is not in the heap".
 const NONE: u32 = u32::MAX;

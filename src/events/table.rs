@@ -1,6 +1,6 @@
 //! The event table: what each event is, stored as a structure of arrays.
 
-use crate::ids::EventId;
+use super::EventId;
 
 /// What an event does; drives dispatch in the engine.
 ///
@@ -38,7 +38,7 @@ pub struct EventHandle {
 
 /// Error returned when an operation is given a handle whose event no longer exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("stale event handle: id {} generation {}", .0.id, .0.generation)]
+#[error("stale event handle: id {} generation {}", .0.id.0, .0.generation)]
 pub struct StaleHandle(pub EventHandle);
 
 /// The table of all events, a structure of arrays indexed by [`EventId`].

@@ -28,6 +28,7 @@ pub mod ica;
 pub mod matrix;
 pub mod system;
 
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use glam::DVec3;
@@ -35,7 +36,7 @@ use hashbrown::HashMap;
 use serde::Serialize;
 
 use crate::engine::{FrameSink, Model, RunError, Simulation, Stats};
-use crate::scene::{FailSafe, ImplicitSettings, Scene, SceneError};
+use crate::scene::{FailSafe, ImplicitSettings, Method, Scene, SceneError};
 use crate::sync::filter::{Filter, FilterParams, FilterStats};
 use crate::sync::primitives::Feature;
 use crate::sync::steps::{self, FixedSteps, Progress, Stepper};
@@ -148,7 +149,10 @@ impl ImplicitSimulation {
     /// `contact.eta1`, friction to `contact.friction`.
     pub fn new(scene: &Scene) -> Result<Self, SceneError> {
         let mut model = scene.clone();
+        // The model's own contact stays off (the constraints handle collisions); as an implicit
+        // scene it is still checked to start intersection-free.
         model.contact.enabled = false;
+        model.integrator.method = Method::Implicit;
         let mut sim = Simulation::new(&model)?;
         let s = scene.implicit;
         let requested = s.step.unwrap_or(DEFAULT_STEP.min(scene.frame_interval));
@@ -200,6 +204,12 @@ impl ImplicitSimulation {
     /// Statistics so far.
     pub fn stats(&self) -> &ImplicitStats {
         &self.stats
+    }
+
+    /// Stops [`Self::run_until`] between two steps once `flag` is set (see
+    /// [`Simulation::stop_when`]).
+    pub fn stop_when(&mut self, flag: &'static AtomicBool) {
+        self.sim.stop_when(flag);
     }
 
     /// Takes steps while their end is at most `until`, handing frames (at step ends that are

@@ -94,8 +94,10 @@ fn rotated(first: usize, k: usize, axes: usize) -> usize {
 pub const TOLERANCE: f64 = 1e-10;
 
 /// A time span shorter than this fraction of `1 + |t_end|` is treated as an instant: the volume
-/// is then constant (the hull of both ends), avoiding huge rates from tiny divisions.
-const INSTANT: f64 = 1e-9;
+/// is then constant (the hull of both ends), avoiding huge rates from tiny divisions. It is the
+/// kinetic broad phases' time resolution, which bounds the speeds a scene may start with
+/// (`Scene::validate`).
+pub const INSTANT: f64 = 1e-9;
 
 /// A bounding volume whose extent moves linearly in time (see the module docs).
 pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {

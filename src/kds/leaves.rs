@@ -17,8 +17,8 @@ use hashbrown::HashMap;
 use rayon::prelude::*;
 
 use super::kdop::{AxisHint, Path, Volume};
-use super::swept_boxes::PairKey;
 use super::PAR_MIN_LEN;
+use crate::contact::PairKey;
 use crate::mesh::{Csr, TriangleList};
 use crate::state::VertexState;
 

@@ -16,11 +16,12 @@ pub mod separation_list;
 pub mod slab;
 pub mod swept_boxes;
 
+use crate::contact::PairKey;
 use kdop::{Aabb, Dop18, Dop26, Sphere};
 use kinetic_grid::{GridStats, KineticGrid};
 use leaves::Leaves;
 use separation_list::{ListStats, SeparationList};
-use swept_boxes::{PairKey, SweptBoxes};
+use swept_boxes::SweptBoxes;
 
 use crate::mesh::TriangleList;
 use crate::state::VertexState;

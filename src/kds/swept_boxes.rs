@@ -11,21 +11,13 @@
 use glam::DVec3;
 use hashbrown::HashMap;
 
+use crate::contact::PairKey;
 use crate::mesh::{Csr, TriangleList};
 use crate::state::VertexState;
 
 /// Slack around each vertex sweep, as a fraction of `eta1`: a kick that keeps the sweep inside
 /// it costs no broad-phase work; larger slack means more candidate pairs.
 const SLACK: f64 = 0.25;
-
-/// A candidate primitive pair, in global indices.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum PairKey {
-    /// Vertex `0` against triangle `1`.
-    VertexTriangle(u32, u32),
-    /// Edge `0` against edge `1`, with `0 < 1`.
-    EdgeEdge(u32, u32),
-}
 
 /// What a primitive id refers to: ids are vertices, then edges, then triangles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

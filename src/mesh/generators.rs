@@ -46,19 +46,25 @@ fn at_least(
     }
 }
 
-/// Checks that the product of `factors` vertices stays below [`MAX_VERTICES`].
+/// Checks that the product of `factors` vertices stays below [`MAX_VERTICES`] and fits in the
+/// machine's memory once simulated ([`super::budget`]), before anything is allocated.
 fn vertex_budget(generator: &'static str, factors: &[usize]) -> Result<(), MeshError> {
     let total = factors
         .iter()
         .try_fold(1usize, |acc, &f| acc.checked_mul(f))
         .filter(|&n| n <= MAX_VERTICES);
-    match total {
-        Some(_) => Ok(()),
-        None => Err(invalid(
+    let Some(total) = total else {
+        return Err(invalid(
             generator,
             format!("too many vertices (limit {MAX_VERTICES}); use a coarser resolution"),
-        )),
-    }
+        ));
+    };
+    super::budget::check_vertices(total as u64).map_err(|e| {
+        invalid(
+            generator,
+            format!("{total} vertices are too many for this machine: {e}"),
+        )
+    })
 }
 
 /// Validates a generated mesh; a failure (e.g. a degenerate triangle from extreme arguments)
@@ -271,6 +277,7 @@ pub fn icosphere(radius: f64, subdivisions: u32) -> Result<TriMesh, MeshError> {
             format!("`subdivisions` must be at most 10 (10.5M vertices), got {subdivisions}"),
         ));
     }
+    vertex_budget(G, &[10 * 4usize.pow(subdivisions) + 2])?;
     // Icosahedron vertices: cyclic permutations of (0, +-1, +-phi).
     let phi = 0.5 * (1.0 + 5f64.sqrt());
     let mut positions = Vec::with_capacity(12);

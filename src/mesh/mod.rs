@@ -6,6 +6,7 @@
 //! counter-clockwise seen from the side their normal points to (the "outward" or "up" side).
 //! Everything here is deterministic: the same input always gives the same arrays.
 
+pub mod budget;
 mod csr;
 mod generators;
 mod obj;
@@ -138,6 +139,17 @@ pub enum MeshError {
         /// The vertex index.
         vertex: usize,
     },
+    /// A vertex lies farther from the origin than [`MAX_COORDINATE`].
+    #[error(
+        "vertex {vertex} is at {position}, farther than {MAX_COORDINATE:e} cm from the origin; \
+         acm works in centimetres, where that is 10,000 km: scale the mesh into that range"
+    )]
+    CoordinateTooLarge {
+        /// The vertex index.
+        vertex: usize,
+        /// Its position (cm).
+        position: glam::DVec3,
+    },
     /// A triangle refers to a vertex that does not exist.
     #[error(
         "triangle {triangle} refers to vertex {index}, but the mesh has only {vertices} vertices \
@@ -222,6 +234,10 @@ pub enum MeshError {
         message: String,
     },
 }
+
+/// Largest coordinate a mesh vertex may have (cm). Double precision still resolves a 1e-7 cm
+/// step there, and squared lengths stay far from overflow.
+pub const MAX_COORDINATE: f64 = 1e9;
 
 /// A unit square in the XY plane split into two triangles (a fixture for the unit tests).
 #[cfg(test)]

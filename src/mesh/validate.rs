@@ -18,6 +18,14 @@ pub(super) fn validate_with_edges(mesh: &TriMesh) -> Result<Vec<EdgeUse>, MeshEr
     if let Some(vertex) = mesh.positions.iter().position(|p| !p.is_finite()) {
         return Err(MeshError::NonFiniteCoordinate { vertex });
     }
+    if let Some(vertex) = mesh
+        .positions
+        .iter()
+        .position(|p| p.abs().max_element() > super::MAX_COORDINATE)
+    {
+        let position = mesh.positions[vertex];
+        return Err(MeshError::CoordinateTooLarge { vertex, position });
+    }
     let n = mesh.positions.len();
     let mut seen: HashMap<[u32; 3], usize> = HashMap::with_capacity(mesh.triangles.len());
     for (t, tri) in mesh.triangles.iter().enumerate() {

@@ -265,8 +265,18 @@ impl Default for Scene {
 }
 
 impl Scene {
-    /// Checks every value; the error names the field (see [`SceneError`]).
+    /// Checks every value and, when the scene handles contact, that no two triangles sharing no
+    /// vertex intersect at the start (the exact test of `acm check`, the guarantee's
+    /// precondition); the error names the field (see [`SceneError`]). Every integrator's
+    /// constructor calls it.
     pub fn validate(&self) -> Result<(), SceneError> {
+        self.validate_fields()?;
+        validate::intersection_free(self)
+    }
+
+    /// [`Self::validate`] without the intersection test: every value in range and every index
+    /// in bounds (what the profile loader locates in the file).
+    pub(crate) fn validate_fields(&self) -> Result<(), SceneError> {
         validate::scene(self)
     }
 
@@ -285,8 +295,23 @@ impl Scene {
         self.objects.iter().map(|o| o.mesh.triangles.len()).sum()
     }
 
+    /// Whether the chosen integrator keeps surfaces apart (ACM with `[contact]`, or any other
+    /// integrator, which always handles collisions): then the start must be intersection-free.
+    pub fn handles_contact(&self) -> bool {
+        self.contact.enabled || self.integrator.method != Method::Acm
+    }
+
+    /// The fastest speed (cm/s) ACM's contact can resolve in this scene: a vertex must take at
+    /// least ten of the kinetic broad phases' time instants, `1e-9 (1 + t)` s, to cross
+    /// `contact.eta1`. Start and scripted velocities are held to it at load, and a run whose
+    /// speeds run away past it stops.
+    pub fn resolvable_speed(&self) -> f64 {
+        validate::resolvable_speed(self)
+    }
+
     /// Number of output frames, counting the frame at time 0.
     pub fn frame_count(&self) -> u64 {
-        (self.duration / self.frame_interval + 1e-9).floor() as u64 + 1
+        // `as` saturates: a huge ratio stays huge instead of wrapping to 0.
+        ((self.duration / self.frame_interval + 1e-9).floor() as u64).saturating_add(1)
     }
 }

@@ -46,6 +46,9 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Scene, ProfileError> {
 }
 
 /// Parses profile `text`; `file` names it in errors and `base` resolves relative mesh paths.
+///
+/// An error caused by a `--set` override names the flag (`--set scene.durration=1: unknown
+/// field ...`); any other names the line of `text` it comes from.
 pub fn parse(
     text: &str,
     file: &str,
@@ -57,38 +60,87 @@ pub fn parse(
         line,
         message,
     };
-    let text = if overrides.is_empty() {
-        text.to_string()
+    let doc_error =
+        |e: toml_edit::TomlError| error(line_of_span(text, e.span()), e.message().to_string());
+    let (rewritten, set) = if overrides.is_empty() {
+        (text.to_string(), Vec::new())
     } else {
-        let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
-            error(line_of_span(text, e.span()), e.message().to_string())
-        })?;
+        let mut doc: toml_edit::DocumentMut = text.parse().map_err(doc_error)?;
+        let mut set = Vec::with_capacity(overrides.len());
         for o in overrides {
-            // `integrator=sync` is short for `integrator.method=sync`.
-            let spec = match o.split_once('=') {
-                Some((key, value)) if key.trim() == "integrator" => {
-                    format!("integrator.method={value}")
-                }
-                _ => o.clone(),
-            };
-            apply_override(&mut doc, &spec).map_err(|m| error(None, format!("--set {o}: {m}")))?;
+            let path = apply_override(&mut doc, &expand_shorthand(o))
+                .map_err(|m| error(None, format!("--set {o}: {m}")))?;
+            set.push((o.as_str(), path));
         }
-        doc.to_string()
+        (doc.to_string(), set)
     };
-    let schema: ProfileFile = toml::from_str(&text).map_err(|e| {
-        error(
-            line_of_span(&text, e.span()),
-            e.message().trim().to_string(),
-        )
+    let schema: ProfileFile = toml::from_str(&rewritten).map_err(|e| {
+        let message = plain_types(e.message().trim());
+        match first_bad_override(text, overrides) {
+            Some(o) => error(None, format!("--set {o}: {message}")),
+            None => error(line_of_span(&rewritten, e.span()), message),
+        }
     })?;
-    let (scene, origin) = schema
-        .into_scene(base)
-        .map_err(|e| error(locate(&text, &e.path), e.to_string()))?;
-    scene.validate().map_err(|e| {
-        let e = SceneError::new(profile_path(&e.path, &origin), e.message);
-        error(locate(&text, &e.path), e.to_string())
-    })?;
+    // A scene error's path is blamed on the override that set it, or located in the file.
+    let scene_error = |e: SceneError| match set
+        .iter()
+        .find(|(_, path)| within(&e.path, path) || within(path, &e.path))
+    {
+        Some((o, _)) => error(None, format!("--set {o}: {e}")),
+        None => error(locate(text, &e.path), e.to_string()),
+    };
+    let (scene, origin) = schema.into_scene(base).map_err(scene_error)?;
+    // The intersection test of `Scene::validate` is left to the integrator's constructor, so a
+    // large scene pays for it once.
+    scene
+        .validate_fields()
+        .map_err(|e| scene_error(SceneError::new(profile_path(&e.path, &origin), e.message)))?;
     Ok(scene)
+}
+
+/// `integrator=sync` is short for `integrator.method=sync`.
+fn expand_shorthand(spec: &str) -> String {
+    match spec.split_once('=') {
+        Some((key, value)) if key.trim() == "integrator" => format!("integrator.method={value}"),
+        _ => spec.to_string(),
+    }
+}
+
+/// The first override after which `text` no longer deserializes (`None` when `text` itself
+/// does not: the error is the file's own).
+fn first_bad_override<'a>(text: &str, overrides: &'a [String]) -> Option<&'a str> {
+    let fits = |doc: &str| toml::from_str::<ProfileFile>(doc).is_ok();
+    if !fits(text) {
+        return None;
+    }
+    let mut doc: toml_edit::DocumentMut = text.parse().ok()?;
+    overrides.iter().find_map(|o| {
+        apply_override(&mut doc, &expand_shorthand(o)).ok()?;
+        (!fits(&doc.to_string())).then_some(o.as_str())
+    })
+}
+
+/// Whether field path `path` lies at or below `prefix` (`object[0].material` holds
+/// `object[0].material.density`).
+fn within(path: &str, prefix: &str) -> bool {
+    path.strip_prefix(prefix)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+}
+
+/// Deserialization messages in a user's words: `expected f64` becomes `expected a number`.
+fn plain_types(message: &str) -> String {
+    [
+        ("expected f64", "expected a number"),
+        ("expected f32", "expected a number"),
+        ("expected u64", "expected a whole number >= 0"),
+        ("expected u32", "expected a whole number >= 0"),
+        ("expected usize", "expected a whole number >= 0"),
+        ("expected u8", "expected a whole number >= 0"),
+    ]
+    .iter()
+    .fold(message.to_string(), |m, (rust, words)| {
+        m.replace(rust, words)
+    })
 }
 
 /// Rewrites a scene field path `object[i]...` to the `[[object]]` entry object `i` came from
@@ -110,7 +162,8 @@ fn profile_path(path: &str, origin: &[usize]) -> String {
 /// (`object.0.material.density`, or `object[0]...`) or the `name` of an entry
 /// (`object.sheet.material.density`). Missing tables and the final key are created. The value
 /// is parsed as TOML (`2.5`, `true`, `[0, 1, 0]`, `"text"`); anything else is taken as a string.
-pub fn apply_override(doc: &mut toml_edit::DocumentMut, spec: &str) -> Result<(), String> {
+/// Returns the field path that was set, with entries by index (`object[0].material.density`).
+pub fn apply_override(doc: &mut toml_edit::DocumentMut, spec: &str) -> Result<String, String> {
     let (path, raw) = spec
         .split_once('=')
         .ok_or("expected key.path=value".to_string())?;
@@ -126,6 +179,7 @@ pub fn apply_override(doc: &mut toml_edit::DocumentMut, spec: &str) -> Result<()
     let value = parse_value(raw.trim());
     let (last, parents) = segments.split_last().expect("split yields one segment");
     let mut table = doc.as_table_mut();
+    let mut field = Vec::with_capacity(segments.len());
     let mut i = 0;
     while i < parents.len() {
         let key = &parents[i];
@@ -153,9 +207,11 @@ pub fn apply_override(doc: &mut toml_edit::DocumentMut, spec: &str) -> Result<()
                     .position(|t| t.get("name").and_then(|n| n.as_str()) == Some(selector))
             });
             let len = array.len();
-            table = position
-                .and_then(|p| array.get_mut(p))
+            let (position, entry) = position
+                .and_then(|p| Some((p, array.get_mut(p)?)))
                 .ok_or(format!("{key} has no entry {selector:?} ({len} entries)"))?;
+            field.push(format!("{key}[{position}]"));
+            table = entry;
             i += 2;
         } else {
             // An inline table (`mesh = { generator = "sheet", ... }`) becomes a standard one so
@@ -165,11 +221,13 @@ pub fn apply_override(doc: &mut toml_edit::DocumentMut, spec: &str) -> Result<()
                 *item = toml_edit::Item::Table(standard);
             }
             table = item.as_table_mut().ok_or(format!("{key} is not a table"))?;
+            field.push(key.clone());
             i += 1;
         }
     }
     table[last.as_str()] = toml_edit::Item::Value(value);
-    Ok(())
+    field.push(last.clone());
+    Ok(field.join("."))
 }
 
 fn parse_value(raw: &str) -> toml_edit::Value {

@@ -79,6 +79,10 @@ pub(super) fn scene(s: &Scene) -> Result {
     }
     if c.enabled {
         c.schedule()?;
+        resolvable_thickness(s)?;
+        if s.integrator.method == super::Method::Acm {
+            resolvable_speeds(s)?;
+        }
     }
     positive(&c.safety, "contact.safety")?;
     if c.safety > 1.0 {
@@ -86,6 +90,126 @@ pub(super) fn scene(s: &Scene) -> Result {
             "contact.safety",
             format!("must be in (0, 1], got {}", c.safety),
         ));
+    }
+    Ok(())
+}
+
+/// The guarantee holds from an intersection-free start: the exact audit of `acm check` over
+/// every pair of triangles that share no vertex, across and within objects (when the scene
+/// handles contact).
+pub(super) fn intersection_free(s: &Scene) -> Result {
+    if !s.handles_contact() {
+        return Ok(());
+    }
+    let mut positions = Vec::with_capacity(s.vertex_count());
+    let mut triangles = Vec::with_capacity(s.triangle_count());
+    // Per object, its first global triangle.
+    let mut first_triangle = Vec::with_capacity(s.objects.len());
+    for o in &s.objects {
+        let offset = positions.len() as u32;
+        first_triangle.push(triangles.len());
+        positions.extend_from_slice(&o.mesh.positions);
+        triangles.extend(o.mesh.triangles.iter().map(|t| t.map(|v| v + offset)));
+    }
+    let report = crate::check::audit_frame(&positions, &triangles, 0.0, 0)
+        .map_err(|e| SceneError::new("object", e.to_string()))?;
+    let Some(bad) = report.first_bad else {
+        return Ok(());
+    };
+    let locate = |t: u32| {
+        let o = first_triangle.partition_point(|&first| first <= t as usize) - 1;
+        let local = t as usize - first_triangle[o];
+        (o, local, s.objects[o].mesh.triangles[local])
+    };
+    let ((oa, ta, va), (ob, tb, vb)) = (locate(bad.triangles[0]), locate(bad.triangles[1]));
+    let (na, nb) = (&s.objects[oa].name, &s.objects[ob].name);
+    let within = if oa == ob {
+        format!("object {na:?} crosses itself")
+    } else {
+        format!("objects {na:?} and {nb:?} intersect")
+    };
+    Err(SceneError::new(
+        format!("object[{oa}].mesh"),
+        format!(
+            "{within} at the start: triangle {ta} of {na:?} (vertices {va:?}) and triangle {tb} \
+             of {nb:?} (vertices {vb:?}) intersect ({} intersecting pairs in all). Contact can \
+             keep surfaces apart only from an intersection-free start: move the objects apart \
+             or fix the mesh",
+            report.intersecting_pairs
+        ),
+    ))
+}
+
+/// `contact.eta1` may be no thinner than this many ulps of the scene's largest coordinate: a
+/// layer must be far wider than the rounding of the positions it separates.
+const ULPS_PER_LAYER: f64 = 1024.0;
+
+/// `contact.eta1` wide enough to resolve at the scene's coordinates.
+fn resolvable_thickness(s: &Scene) -> Result {
+    let largest = s
+        .objects
+        .iter()
+        .flat_map(|o| o.mesh.positions.iter())
+        .map(|p| p.abs().max_element())
+        .fold(1.0, f64::max);
+    let thinnest = ULPS_PER_LAYER * f64::EPSILON * largest;
+    if s.contact.eta1 >= thinnest {
+        return Ok(());
+    }
+    Err(SceneError::new(
+        "contact.eta1",
+        format!(
+            "{:e} cm is too thin to resolve at coordinates up to {largest:e} cm in double \
+             precision; use at least {thinnest:.3e} cm",
+            s.contact.eta1
+        ),
+    ))
+}
+
+/// Instants of the kinetic broad phases' time resolution a vertex must take, at least, to cross
+/// the first layer's thickness.
+const INSTANTS_PER_LAYER: f64 = 10.0;
+
+/// The fastest start or scripted speed whose approach ACM can resolve: a vertex must take at
+/// least [`INSTANTS_PER_LAYER`] of the kinetic broad phases' time resolution
+/// ([`kdop::INSTANT`](crate::kds::kdop::INSTANT) `(1 + t)` s at time `t`) to cross
+/// `contact.eta1`. Faster, a pair could pass a layer inside one instant unseen.
+pub(super) fn resolvable_speed(s: &Scene) -> f64 {
+    let end = s
+        .scripts
+        .iter()
+        .flat_map(|script| script.keys.iter().map(|k| k.0))
+        .fold(s.duration, f64::max);
+    s.contact.eta1 / (INSTANTS_PER_LAYER * crate::kds::kdop::INSTANT * (1.0 + end))
+}
+
+/// Every start velocity and scripted velocity within [`resolvable_speed`].
+fn resolvable_speeds(s: &Scene) -> Result {
+    let limit = resolvable_speed(s);
+    let too_fast = |v: DVec3, path: String| {
+        if v.length() <= limit {
+            return Ok(());
+        }
+        Err(SceneError::new(
+            path,
+            format!(
+                "{:e} cm/s is faster than contact can resolve in this scene: the kinetic broad \
+                 phase resolves time to {:e} (1 + t) s and a vertex must take at least \
+                 {INSTANTS_PER_LAYER} such instants to cross contact.eta1 = {} cm, so speeds up \
+                 to {limit:.3e} cm/s work here (a larger eta1 or a shorter scene allows more)",
+                v.length(),
+                crate::kds::kdop::INSTANT,
+                s.contact.eta1
+            ),
+        ))
+    };
+    for (i, o) in s.objects.iter().enumerate() {
+        too_fast(o.velocity, format!("object[{i}].velocity"))?;
+    }
+    for (i, script) in s.scripts.iter().enumerate() {
+        for (k, (_, v)) in script.keys.iter().enumerate() {
+            too_fast(*v, format!("script[{i}].keys[{k}].velocity"))?;
+        }
     }
     Ok(())
 }
@@ -155,6 +279,13 @@ fn objects(s: &Scene) -> Result {
     if s.objects.is_empty() {
         return Err(SceneError::new("object", "the scene has no objects"));
     }
+    let vertices = s.vertex_count();
+    crate::mesh::budget::check_vertices(vertices as u64).map_err(|e| {
+        SceneError::new(
+            "object",
+            format!("the scene's {vertices} vertices are too many for this machine: {e}"),
+        )
+    })?;
     let mut names = HashSet::new();
     for (i, o) in s.objects.iter().enumerate() {
         let path = format!("object[{i}]");

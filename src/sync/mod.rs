@@ -25,6 +25,7 @@ pub mod projection;
 pub mod steps;
 pub mod zones;
 
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use glam::DVec3;
@@ -32,7 +33,7 @@ use serde::Serialize;
 
 use crate::engine::{FrameSink, RunError, Simulation, Stats};
 use crate::forces::external::gravity_tick;
-use crate::scene::{FailSafe, OnUnresolved, Scene, SceneError};
+use crate::scene::{FailSafe, Method, OnUnresolved, Scene, SceneError};
 use filter::{Filter, FilterParams, FilterStats};
 use steps::{FixedSteps, Progress, Stepper};
 
@@ -105,7 +106,10 @@ impl SyncSimulation {
     /// stiffness from `r1`, friction).
     pub fn new(scene: &Scene) -> Result<Self, SceneError> {
         let mut model = scene.clone();
+        // The model's own contact stays off (the filter handles collisions); as a synchronous
+        // scene it is still checked to start intersection-free.
         model.contact.enabled = false;
+        model.integrator.method = Method::Sync;
         let mut sim = Simulation::new(&model)?;
         let s = scene.sync;
         let requested = s.step.unwrap_or(sim.stats().clocks.external);
@@ -163,6 +167,12 @@ impl SyncSimulation {
     /// Statistics so far.
     pub fn stats(&self) -> &SyncStats {
         &self.stats
+    }
+
+    /// Stops [`Self::run_until`] between two steps once `flag` is set (see
+    /// [`Simulation::stop_when`]).
+    pub fn stop_when(&mut self, flag: &'static AtomicBool) {
+        self.sim.stop_when(flag);
     }
 
     /// Takes steps while their end is at most `until`, handing frames (at step ends that are

@@ -140,7 +140,9 @@ pub trait Stepper {
 }
 
 /// Runs `stepper` from `progress` to `until` (see [`Progress::run`]), handing frames to `sink`,
-/// and records frames, wall and simulated time and threads in its statistics.
+/// and records frames, wall and simulated time and threads in its statistics. Stops between two
+/// steps with [`RunError::Interrupted`] once the model's stop flag is set
+/// ([`Simulation::stop_when`]).
 pub fn run_until<S: Stepper>(
     stepper: &mut S,
     progress: &mut Progress,
@@ -154,7 +156,13 @@ pub fn run_until<S: Stepper>(
             stepper.run_stats().frames += 1;
             Ok(())
         }
-        Due::Step { t, t_next } => stepper.take_step(t, t_next),
+        Due::Step { t, t_next } => {
+            if stepper.simulation().stop_requested() {
+                stepper.run_stats().interrupted = true;
+                return Err(RunError::Interrupted { time: t }.into());
+            }
+            stepper.take_step(t, t_next)
+        }
     });
     let run = stepper.run_stats();
     run.wall_seconds += started.elapsed().as_secs_f64();

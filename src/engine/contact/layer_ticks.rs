@@ -1,0 +1,355 @@
+//! Penalty layers: activation, each layer's clock, the ticks of a layer's super-event (every
+//! member's impulse from the state before the tick, applied in key order), lazy deactivation,
+//! and the layers' energy.
+
+use glam::DVec3;
+use rayon::prelude::*;
+
+use super::motion::{feature_distance, first_four, local_feature_distance};
+use super::pair_table::PairTable;
+use crate::contact::closest::TRIANGLE_PAIR_FEATURES;
+use crate::contact::layers::LayerSchedule;
+use crate::contact::penalty::{
+    edge_edge_impulse, triangle_pair_impulse, vertex_triangle_impulse, PairImpulse, PenaltyParams,
+};
+use crate::contact::{ContactKey, PairKey};
+use crate::engine::layer_events::{LayerEvents, Member};
+use crate::engine::RunError;
+use crate::events::{EventQueue, EventTable};
+use crate::state::VertexState;
+
+/// Layer ticks with at least this many members compute their impulses on the thread pool.
+const PARALLEL_TICK: usize = 256;
+
+/// The layer laws, the penalty response, and the layers' super-events (see the module docs).
+#[derive(Debug)]
+pub(super) struct LayerTicks {
+    schedule: LayerSchedule,
+    cor: f64,
+    mu: f64,
+    friction_cap: bool,
+    /// `contact.safety`, the factor of every layer clock.
+    safety: f64,
+    /// The lightest free vertex's mass, which sets every layer's clock.
+    m_min: f64,
+    /// Clocks of layers `1..=clocks.len()`, computed as layers are first reached.
+    clocks: Vec<f64>,
+    events: LayerEvents,
+    /// A tick that speeds a vertex past this stops the run (`Scene::resolvable_speed`).
+    speed_limit: f64,
+    /// Per vertex: the tick that last collected it (dedupes the kicked vertices).
+    vertex_stamp: Vec<u32>,
+    vertex_epoch: u32,
+    /// Scratch: one tick's impulses and kicked vertices.
+    impulses: Vec<PairImpulse<6>>,
+    kicked: Vec<u32>,
+    pub(super) stats: LayerStats,
+}
+
+/// Counters of the layers, for `stats.json`.
+#[derive(Clone, Debug, Default)]
+pub(super) struct LayerStats {
+    /// Deepest layer ever activated (0: none).
+    pub(super) deepest_layer: u32,
+    /// Super-events per layer (index 0 is layer 1).
+    pub(super) penalty_events_per_layer: Vec<u64>,
+    /// Pair impulses evaluated by those ticks, per layer.
+    pub(super) penalty_pair_ticks_per_layer: Vec<u64>,
+    /// Times a pair entered each layer.
+    pub(super) activations_per_layer: Vec<u64>,
+    /// Smallest pair distance at a tick.
+    pub(super) min_distance: f64,
+}
+
+/// The settings of [`LayerTicks`].
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LayerLaw {
+    /// Thicknesses and stiffnesses of the layers.
+    pub(super) schedule: LayerSchedule,
+    /// Coefficient of restitution.
+    pub(super) cor: f64,
+    /// Friction coefficient.
+    pub(super) mu: f64,
+    /// Whether friction is capped at the normal impulse's tangential need.
+    pub(super) friction_cap: bool,
+    /// `contact.safety`.
+    pub(super) safety: f64,
+    /// One super-event per layer rather than per pair and layer.
+    pub(super) layer_super_events: bool,
+    /// The fastest speed contact can resolve.
+    pub(super) speed_limit: f64,
+}
+
+/// One layer tick between its impulses and its end: the layer, its members, and the vertices
+/// whose velocities changed (for the caller to re-time their certificates).
+#[derive(Debug)]
+pub(super) struct LayerTick {
+    group: u32,
+    layer: u32,
+    members: Vec<Member>,
+    /// Vertices whose velocity the tick changed, each once.
+    pub(super) kicked: Vec<u32>,
+}
+
+impl LayerTicks {
+    /// The layers of a scene with `vertices` vertices whose lightest free vertex weighs `m_min`.
+    pub(super) fn new(law: LayerLaw, vertices: usize, m_min: f64) -> Self {
+        Self {
+            schedule: law.schedule,
+            cor: law.cor,
+            mu: law.mu,
+            friction_cap: law.friction_cap,
+            safety: law.safety,
+            m_min,
+            clocks: Vec::new(),
+            events: LayerEvents::new(law.layer_super_events),
+            speed_limit: law.speed_limit,
+            vertex_stamp: vec![0; vertices],
+            vertex_epoch: 0,
+            impulses: Vec::new(),
+            kicked: Vec::new(),
+            stats: LayerStats {
+                min_distance: f64::INFINITY,
+                ..LayerStats::default()
+            },
+        }
+    }
+
+    /// The clock of layer `l`.
+    fn clock(&mut self, l: u32) -> f64 {
+        while self.clocks.len() < l as usize {
+            let next = self.clocks.len() as u32 + 1;
+            self.clocks
+                .push(self.schedule.clock(next, self.m_min, self.safety));
+        }
+        self.clocks[l as usize - 1]
+    }
+
+    /// The clock of layer `l`, which has been active (so its clock is known).
+    pub(super) fn active_clock(&self, l: u32) -> f64 {
+        self.clocks[l as usize - 1]
+    }
+
+    /// Makes pair `id` a member of layer `l`, whose next tick is after `t`.
+    pub(super) fn activate(
+        &mut self,
+        pairs: &mut PairTable,
+        id: u32,
+        l: u32,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) -> Result<(), RunError> {
+        let h = self.clock(l);
+        if h.is_nan() || h <= 0.0 || t + h <= t {
+            return Err(RunError::NoProgress {
+                time: t,
+                pair: pairs.describe(id),
+                layer: l,
+                clock: h,
+            });
+        }
+        let i = id as usize;
+        debug_assert_eq!(pairs.active[i] + 1, l);
+        let member = Member {
+            key: pairs.key[i],
+            pair: id,
+        };
+        self.events.join(l, h, member, t, events, queue);
+        pairs.active[i] = l;
+        let stats = &mut self.stats;
+        stats.deepest_layer = stats.deepest_layer.max(l);
+        if stats.penalty_events_per_layer.len() < l as usize {
+            stats.penalty_events_per_layer.resize(l as usize, 0);
+            stats.penalty_pair_ticks_per_layer.resize(l as usize, 0);
+            stats.activations_per_layer.resize(l as usize, 0);
+        }
+        stats.activations_per_layer[l as usize - 1] += 1;
+        Ok(())
+    }
+
+    /// The first half of a tick of the penalty group whose event has payload `group` (one
+    /// layer's super-event, or one pair's layer): every member's impulse from the state before
+    /// the tick, then applied in key order. Stops the run if a vertex is sped past what contact
+    /// can resolve.
+    pub(super) fn tick(
+        &mut self,
+        group: u32,
+        pairs: &PairTable,
+        state: &mut VertexState,
+        t: f64,
+    ) -> Result<LayerTick, RunError> {
+        let (l, members) = self.events.take_members(group);
+        let params = self.params(l);
+        let mut impulses = std::mem::take(&mut self.impulses);
+        let frozen: &VertexState = state;
+        let impulse = |m: &Member| member_impulse(m, pairs, frozen, t, &params);
+        if members.len() >= PARALLEL_TICK {
+            members
+                .par_iter()
+                .map(impulse)
+                .collect_into_vec(&mut impulses);
+        } else {
+            impulses.clear();
+            impulses.extend(members.iter().map(impulse));
+        }
+        self.stats.penalty_events_per_layer[l as usize - 1] += 1;
+        self.stats.penalty_pair_ticks_per_layer[l as usize - 1] += members.len() as u64;
+
+        self.vertex_epoch = self.vertex_epoch.wrapping_add(1);
+        if self.vertex_epoch == 0 {
+            self.vertex_stamp.fill(0);
+            self.vertex_epoch = 1;
+        }
+        let mut kicked = std::mem::take(&mut self.kicked);
+        kicked.clear();
+        for (m, result) in members.iter().zip(&impulses) {
+            self.stats.min_distance = self.stats.min_distance.min(result.distance);
+            let verts = &pairs.verts[m.pair as usize][..m.key.vertex_count()];
+            for (k, &vert) in verts.iter().enumerate() {
+                let before = state.v[vert as usize];
+                state.apply_impulse(vert as usize, t, result.impulses[k]);
+                if state.v[vert as usize] != before
+                    && self.vertex_stamp[vert as usize] != self.vertex_epoch
+                {
+                    self.vertex_stamp[vert as usize] = self.vertex_epoch;
+                    kicked.push(vert);
+                }
+            }
+        }
+        self.impulses = impulses;
+        if let Some(&v) = kicked
+            .iter()
+            .find(|&&v| state.v[v as usize].length() > self.speed_limit)
+        {
+            return Err(RunError::SpeedRunaway {
+                time: t,
+                vertex: pairs.describe_vertex(v),
+                speed: state.v[v as usize].length(),
+                limit: self.speed_limit,
+            });
+        }
+        Ok(LayerTick {
+            group,
+            layer: l,
+            members,
+            kicked,
+        })
+    }
+
+    /// The end of a tick: members that have left their deepest layer are dropped (lazy
+    /// deactivation; their ids go to `left`, to be certified again), and the group's next tick
+    /// is queued.
+    pub(super) fn finish(
+        &mut self,
+        tick: LayerTick,
+        pairs: &mut PairTable,
+        queue: &mut EventQueue,
+        left: &mut Vec<u32>,
+    ) {
+        let LayerTick {
+            group,
+            layer: l,
+            mut members,
+            kicked,
+        } = tick;
+        let eta = self.schedule.eta(l);
+        left.clear();
+        let mut kept = 0;
+        for k in 0..members.len() {
+            let (m, result) = (members[k], &self.impulses[k]);
+            let i = m.pair as usize;
+            if pairs.active[i] == l && result.distance > eta && result.separating {
+                pairs.active[i] = l - 1;
+                pairs.certified[i] = l;
+                left.push(m.pair);
+            } else {
+                members[kept] = m;
+                kept += 1;
+            }
+        }
+        members.truncate(kept);
+        self.events.finish_tick(group, members, queue);
+        self.kicked = kicked;
+    }
+
+    /// The penalty parameters of layer `l`.
+    fn params(&mut self, l: u32) -> PenaltyParams {
+        PenaltyParams {
+            eta: self.schedule.eta(l),
+            r: self.schedule.r(l),
+            h: self.clock(l),
+            cor: self.cor,
+            mu: self.mu,
+            friction_cap: self.friction_cap,
+        }
+    }
+
+    /// Penalty energy of every active layer at `positions`.
+    pub(super) fn energy(&self, pairs: &PairTable, positions: &[DVec3]) -> f64 {
+        let mut total = 0.0;
+        for i in 0..pairs.slots() as usize {
+            if !pairs.live[i] || pairs.active[i] == 0 {
+                continue;
+            }
+            let x = pairs.verts[i].map(|v| positions[v as usize]);
+            let active = pairs.active[i];
+            match pairs.key[i] {
+                ContactKey::Feature(f) => {
+                    let d = feature_distance(f, first_four(&x));
+                    for l in 1..=active {
+                        total += self.schedule.energy(l, d);
+                    }
+                }
+                // Each feature pair's energy, shared like its impulse.
+                ContactKey::Triangles(..) => {
+                    for (&f, k) in TRIANGLE_PAIR_FEATURES.iter().zip(pairs.multiplicity[i]) {
+                        let d = local_feature_distance(f, &x);
+                        for l in 1..=active {
+                            total += self.schedule.energy(l, d) / f64::from(k);
+                        }
+                    }
+                }
+            }
+        }
+        total
+    }
+}
+
+/// Member `m`'s impulses of one tick, from the state `state` before the tick.
+fn member_impulse(
+    m: &Member,
+    pairs: &PairTable,
+    state: &VertexState,
+    t: f64,
+    params: &PenaltyParams,
+) -> PairImpulse<6> {
+    let verts = &pairs.verts[m.pair as usize];
+    let x = verts.map(|v| state.position_at(v as usize, t));
+    let v = verts.map(|v| state.v[v as usize]);
+    let inv_mass = verts.map(|v| state.inv_mass[v as usize]);
+    let feature = |kernel: fn(_, _, _, &PenaltyParams) -> PairImpulse<4>| {
+        let out = kernel(
+            *first_four(&x),
+            *first_four(&v),
+            *first_four(&inv_mass),
+            params,
+        );
+        let mut impulses = [DVec3::ZERO; 6];
+        impulses[..4].copy_from_slice(&out.impulses);
+        PairImpulse {
+            impulses,
+            distance: out.distance,
+            normal: out.normal,
+            separating: out.separating,
+        }
+    };
+    match m.key {
+        ContactKey::Feature(PairKey::VertexTriangle(..)) => feature(vertex_triangle_impulse),
+        ContactKey::Feature(PairKey::EdgeEdge(..)) => feature(edge_edge_impulse),
+        ContactKey::Triangles(..) => {
+            let shares = pairs.multiplicity[m.pair as usize].map(|k| 1.0 / f64::from(k));
+            triangle_pair_impulse(x, v, inv_mass, &shares, params)
+        }
+    }
+}

@@ -1,0 +1,669 @@
+//! The contact subsystem of the loop: candidate pairs, separation slabs, penalty layers, and the
+//! contingency from vertices to the certificates they support (thesis Alg. 7, Table 5.1).
+//!
+//! Pairs are vertex-triangle (VT) and edge-edge (EE) pairs of primitives sharing no vertex,
+//! found by the broad phase ([`BroadPhase`]: by default the kinetic separation list), or, with
+//! `speed.triangle_pairs`, the vertex-disjoint triangle pairs that contain them
+//! ([`super::triangle_pairs`]). Each pair has a *certified layer* `L`: a
+//! separation slab certifies that the pair stays at least `eta(L)` apart, and layers
+//! `1 .. L - 1` are active: the pair is a member of each layer's super-event
+//! ([`LayerEvents`]), which ticks on the layer's fixed clock.
+//!
+//! Certificates decide when to look, never what happens: a slab failure only reads positions
+//! and schedules a layer; only penalty ticks write vertex state.
+
+use glam::DVec3;
+
+mod audit;
+mod certification;
+mod layer_ticks;
+mod motion;
+mod pair_table;
+
+use motion::{feature_distance, first_four, local_feature_distance, Motion};
+
+use super::triangle_pairs::TriangleTopology;
+use super::{ObjectRange, RunError};
+use crate::contact::closest::TRIANGLE_PAIR_FEATURES;
+use crate::contact::layers::LayerSchedule;
+use crate::contact::ContactKey;
+use crate::contact::PairKey;
+use crate::events::EventId;
+use crate::events::{EventKind, EventQueue, EventTable};
+use crate::kds::{BroadPhase, BroadPhaseKind, BroadPhaseStats};
+use crate::mesh::TriangleList;
+use crate::profile::zone;
+use crate::state::VertexState;
+use audit::Audit;
+use certification::{Certifier, SLAB_MARGIN};
+use layer_ticks::{LayerLaw, LayerTicks};
+use pair_table::{Keeps, PairTable};
+
+/// Layer activation threshold: a failing layer-`l` slab activates layer `l` when the pair is
+/// closer than `ACTIVATION * eta(l)` (thesis §5.3: 11/10).
+const ACTIVATION: f64 = 1.1;
+
+/// Contact statistics for `stats.json`.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ContactStats {
+    /// Deepest penalty layer ever activated (0: none).
+    pub deepest_layer: u32,
+    /// Penalty super-events (one tick of one layer) per layer (index 0 is layer 1).
+    pub penalty_events_per_layer: Vec<u64>,
+    /// Pair impulses evaluated by those ticks, per layer.
+    pub penalty_pair_ticks_per_layer: Vec<u64>,
+    /// Times a pair entered each layer (for one particle on a floor: its impacts).
+    pub activations_per_layer: Vec<u64>,
+    /// Separation-slab failures processed.
+    pub slab_events: u64,
+    /// Broad-phase window rebuilds.
+    pub broad_phase_events: u64,
+    /// Certificates looked at after velocity changes (contingent on a kicked vertex).
+    pub reschedules: u64,
+    /// Of those, the slabs actually re-timed: the rest kept their time because the kick left
+    /// every vertex within its fuzzy-trajectory budget (`speed.fuzzy_trajectories`), or had
+    /// no slab.
+    pub retimes: u64,
+    /// Slab certificates parked (kept out of the event queue) because they fail after the next
+    /// all-vertex event, which re-times them (`speed.parking`).
+    pub parked: u64,
+    /// Most candidate pairs (each holding one certificate) alive at once.
+    pub certificates_peak: usize,
+    /// Contact pairs of two triangles added (`speed.triangle_pairs`; the rest are VT and EE
+    /// pairs).
+    pub triangle_pairs: u64,
+    /// Smallest distance of a candidate (vertex-triangle or edge-edge) pair, sampled at its slab
+    /// failures and penalty ticks (cm): the contact code's own view, between frames too. `acm
+    /// check` measures something else, the exact distance of every pair of triangles at the
+    /// frame times only, so the two differ.
+    pub min_distance: f64,
+    /// Broad-phase counters, as of the last horizon rebuild.
+    pub broad_phase: BroadPhaseStats,
+}
+
+/// Contact state and its events (see the module docs).
+#[derive(Debug)]
+pub(super) struct Contact {
+    schedule: LayerSchedule,
+    window: f64,
+    boxes: BroadPhase,
+    /// The triangle adjacency of triangle-pair contact (`speed.triangle_pairs`), or `None`.
+    triangle_pairs: Option<TriangleTopology>,
+    pairs: PairTable,
+    certifier: Certifier,
+    layers: LayerTicks,
+    audit: Audit,
+    /// Scratch: the members that left their layer at a tick.
+    left: Vec<u32>,
+    /// Scratch: the pairs contingent on the vertices of a kick.
+    contingent: Vec<u32>,
+    broad_event: EventId,
+    found: Vec<PairKey>,
+    /// Scratch: the contact pairs standing for `found`.
+    found_pairs: Vec<ContactKey>,
+    /// `0..n`, the stencil of whole-mesh events.
+    all_vertices: Vec<u32>,
+    /// Whether the broad phase short-circuits at the next all-vertex event
+    /// (`speed.short_circuit`).
+    short_circuit: bool,
+    /// The counters kept here; the certifier keeps its own ([`Self::stats`] joins them).
+    stats: ContactStats,
+}
+
+/// Settings the contact subsystem needs from the scene.
+#[derive(Clone, Debug)]
+pub(super) struct ContactSetup {
+    /// The objects' slices of the global buffers, to name pairs in messages.
+    pub(super) objects: Vec<ObjectRange>,
+    /// The fastest speed contact can resolve (`Scene::resolvable_speed`).
+    pub(super) speed_limit: f64,
+    pub(super) schedule: LayerSchedule,
+    pub(super) cor: f64,
+    pub(super) mu: f64,
+    pub(super) friction_cap: bool,
+    pub(super) safety: f64,
+    pub(super) window: f64,
+    pub(super) broad_phase: BroadPhaseKind,
+    /// One penalty event per layer rather than per pair and layer (`speed.layer_super_events`).
+    pub(super) layer_super_events: bool,
+    /// Adaptive k-DOP axis ordering in the broad phase (`speed.axis_ordering`).
+    pub(super) axis_ordering: bool,
+    /// Slabs scheduled on fuzzy trajectories with this quality loss (`speed.fuzzy_trajectories`
+    /// and `speed.quality_loss`), or `None`.
+    pub(super) quality_loss: Option<f64>,
+    /// Broad-phase certificates stop at the next all-vertex event (`speed.short_circuit`).
+    pub(super) short_circuit: bool,
+    /// Slab certificates beyond the next all-vertex event stay out of the queue
+    /// (`speed.parking`).
+    pub(super) parking: bool,
+    /// Contact pairs of vertex-disjoint triangles rather than of their feature pairs
+    /// (`speed.triangle_pairs`).
+    pub(super) triangle_pairs: bool,
+}
+
+/// A pair closer than `eta1` at the start.
+#[derive(Debug)]
+pub(super) struct TooClose {
+    pub(super) key: PairKey,
+    pub(super) verts: [u32; 4],
+    pub(super) distance: f64,
+}
+
+impl Contact {
+    /// Builds the subsystem, finds the initial pairs and schedules their slabs. Fails with the
+    /// closest offending pair if two primitives start closer than `eta1`.
+    pub(super) fn new(
+        setup: ContactSetup,
+        edges: Vec<[u32; 2]>,
+        triangles: TriangleList,
+        state: &VertexState,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) -> Result<Self, TooClose> {
+        let n = state.len();
+        let m_min = (0..n)
+            .filter(|&i| state.inv_mass[i] > 0.0)
+            .map(|i| state.mass[i])
+            .fold(f64::INFINITY, f64::min);
+        let triangle_pairs = setup
+            .triangle_pairs
+            .then(|| TriangleTopology::new(n, &edges, triangles.clone()));
+        let mut boxes = BroadPhase::new(
+            setup.broad_phase,
+            edges,
+            triangles,
+            state,
+            setup.schedule.eta1,
+        );
+        boxes.set_adaptive_axes(setup.axis_ordering);
+        let broad_event = events.insert(EventKind::BroadPhase, 0).id;
+        let keeps = Keeps {
+            multiplicity: setup.triangle_pairs,
+            budget: setup.quality_loss.is_some(),
+        };
+        let mut contact = Self {
+            schedule: setup.schedule,
+            window: setup.window,
+            boxes,
+            triangle_pairs,
+            pairs: PairTable::new(n, keeps, setup.objects),
+            certifier: Certifier::new(setup.schedule, setup.quality_loss, setup.parking),
+            layers: LayerTicks::new(
+                LayerLaw {
+                    schedule: setup.schedule,
+                    cor: setup.cor,
+                    mu: setup.mu,
+                    friction_cap: setup.friction_cap,
+                    safety: setup.safety,
+                    layer_super_events: setup.layer_super_events,
+                    speed_limit: setup.speed_limit,
+                },
+                n,
+                m_min,
+            ),
+            audit: Audit::default(),
+            left: Vec::new(),
+            contingent: Vec::new(),
+            short_circuit: setup.short_circuit,
+            broad_event,
+            found: Vec::new(),
+            found_pairs: Vec::new(),
+            all_vertices: (0..n as u32).collect(),
+            stats: ContactStats {
+                min_distance: f64::INFINITY,
+                ..ContactStats::default()
+            },
+        };
+        let mut found = Vec::new();
+        contact
+            .boxes
+            .rebuild(state, 0.0, setup.window, &mut |k| found.push(k));
+        found.sort_unstable();
+        found.dedup();
+        let mut worst: Option<TooClose> = None;
+        for &key in &found {
+            let verts = contact.feature_verts(key);
+            let d = feature_distance(key, &verts.map(|v| state.x[v as usize]));
+            if d < contact.schedule.eta(1) && worst.as_ref().is_none_or(|w| d < w.distance) {
+                worst = Some(TooClose {
+                    key,
+                    verts,
+                    distance: d,
+                });
+            }
+        }
+        if let Some(w) = worst {
+            return Err(w);
+        }
+        contact.adopt(found, state, 0.0, events, queue);
+        queue.push(broad_event, contact.boxes.next_time());
+        Ok(contact)
+    }
+
+    /// The broad phase (for tests of the engine).
+    #[cfg(test)]
+    pub(super) fn broad_phase(&self) -> &BroadPhase {
+        &self.boxes
+    }
+
+    /// The four vertices of a feature pair, side A first.
+    fn feature_verts(&self, key: PairKey) -> [u32; 4] {
+        match key {
+            PairKey::VertexTriangle(v, t) => {
+                let [a, b, c] = self.boxes.triangles()[t as usize];
+                [v, a, b, c]
+            }
+            PairKey::EdgeEdge(e, f) => {
+                let [a, b] = self.boxes.edges()[e as usize];
+                let [c, d] = self.boxes.edges()[f as usize];
+                [a, b, c, d]
+            }
+        }
+    }
+
+    /// The vertices of a contact pair (the last two unused for a feature pair).
+    fn verts_of(&self, key: ContactKey) -> [u32; 6] {
+        match key {
+            ContactKey::Feature(f) => {
+                let [a, b, c, d] = self.feature_verts(f);
+                [a, b, c, d, a, a]
+            }
+            ContactKey::Triangles(s, t) => self.topology().verts(s, t),
+        }
+    }
+
+    /// The triangle adjacency, which exists whenever a triangle pair does.
+    fn topology(&self) -> &TriangleTopology {
+        self.triangle_pairs
+            .as_ref()
+            .expect("triangle pairs exist only with speed.triangle_pairs")
+    }
+
+    /// Whether some feature pair that contact pair `key` stands for overlaps in the broad phase.
+    fn overlaps(&self, key: ContactKey) -> bool {
+        match key {
+            ContactKey::Feature(f) => self.boxes.overlaps(f),
+            ContactKey::Triangles(s, t) => self
+                .topology()
+                .features(s, t)
+                .into_iter()
+                .any(|f| self.boxes.overlaps(f)),
+        }
+    }
+
+    /// The contact pairs that stand for the feature pairs `found` (the same keys unless
+    /// triangle pairs are on), sorted and without repeats, into `self.found_pairs`.
+    fn contact_keys(&mut self, found: &[PairKey]) {
+        let mut keys = std::mem::take(&mut self.found_pairs);
+        keys.clear();
+        match &self.triangle_pairs {
+            None => keys.extend(found.iter().map(|&k| ContactKey::Feature(k))),
+            Some(topology) => {
+                for &k in found {
+                    topology.contact_keys(k, &mut keys);
+                }
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        self.found_pairs = keys;
+    }
+
+    /// Adds the newly found candidate pairs (in a canonical order, so pair ids do not depend on
+    /// how they were found) and keeps the buffer for reuse.
+    fn adopt(
+        &mut self,
+        mut found: Vec<PairKey>,
+        state: &VertexState,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) {
+        found.sort_unstable();
+        found.dedup();
+        self.contact_keys(&found);
+        let keys = std::mem::take(&mut self.found_pairs);
+        for &key in &keys {
+            self.add_pair(key, state, t, events, queue);
+        }
+        self.found_pairs = keys;
+        self.found = found;
+    }
+
+    fn add_pair(
+        &mut self,
+        key: ContactKey,
+        state: &VertexState,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) {
+        if self.pairs.id(&key).is_some() {
+            return;
+        }
+        let verts = self.verts_of(key);
+        let id = self.pairs.insert(key, verts, t, |id| {
+            events.insert(EventKind::Certificate, id).id
+        });
+        if let ContactKey::Triangles(s, t) = key {
+            self.pairs.multiplicity[id as usize] = self.topology().multiplicities(s, t);
+            self.stats.triangle_pairs += 1;
+        }
+        self.stats.certificates_peak = self.stats.certificates_peak.max(self.pairs.live_count());
+        self.certifier.certify(&mut self.pairs, id, state, t, queue);
+    }
+
+    fn remove_pair(&mut self, id: u32, events: &mut EventTable, queue: &mut EventQueue) {
+        let cert = self.pairs.remove(id);
+        queue.remove(cert);
+        let _ = events.remove(events.handle(cert));
+    }
+
+    /// After the velocities of `vertices` changed at `t`: re-sweep their boxes (new pairs get
+    /// slabs) and re-time every slab they support.
+    pub(super) fn after_kick(
+        &mut self,
+        vertices: &[u32],
+        state: &VertexState,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) {
+        let _zone = zone!("reschedule");
+        self.audit.boxes(&self.boxes, state, t);
+        self.sweep(vertices, state, t, events, queue);
+        let mut ids = std::mem::take(&mut self.contingent);
+        self.pairs.contingent(vertices, &mut ids);
+        self.certifier
+            .reschedule(&mut self.pairs, &mut self.audit, &ids, state, t, queue);
+        self.contingent = ids;
+    }
+
+    /// Re-sweeps the boxes of `vertices` and adopts the candidate pairs that appear.
+    fn sweep(
+        &mut self,
+        vertices: &[u32],
+        state: &VertexState,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) {
+        let mut found = std::mem::take(&mut self.found);
+        found.clear();
+        self.boxes
+            .update(state, t, vertices, &mut |k| found.push(k));
+        self.adopt(found, state, t, events, queue);
+        queue.update(self.broad_event, self.boxes.next_time());
+    }
+
+    /// Whether [`after_global_kick`](Self::after_global_kick) uses the time of the next
+    /// all-vertex event (parking or short-circuiting is on).
+    pub(super) fn schedules_against_all_vertex_events(&self) -> bool {
+        self.certifier.parks() || self.short_circuit
+    }
+
+    /// After every vertex's velocity may have changed at `t` (a super-element or gravity tick):
+    /// re-sweep every box (only the vertices that leave theirs cost broad-phase work) and re-time
+    /// every slab (the event-event edge of a whole-mesh event: all certificates are contingent).
+    /// `next` is the next such event: with parking, slabs failing after it stay out of the
+    /// queue; with the short-circuit, the broad phase certifies up to it and re-times now the
+    /// pairs it cut short here.
+    pub(super) fn after_global_kick(
+        &mut self,
+        state: &VertexState,
+        t: f64,
+        next: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) {
+        let _zone = zone!("reschedule_all");
+        self.audit.boxes(&self.boxes, state, t);
+        self.certifier.park_after(next);
+        if self.short_circuit {
+            self.boxes.short_circuit(t, next);
+        }
+        let all = std::mem::take(&mut self.all_vertices);
+        self.sweep(&all, state, t, events, queue);
+        self.all_vertices = all;
+        let mut ids = std::mem::take(&mut self.contingent);
+        ids.clear();
+        ids.extend((0..self.pairs.slots()).filter(|&id| self.pairs.live[id as usize]));
+        self.certifier
+            .reschedule(&mut self.pairs, &mut self.audit, &ids, state, t, queue);
+        self.contingent = ids;
+    }
+
+    fn rebuild(
+        &mut self,
+        state: &VertexState,
+        t: f64,
+        end: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) {
+        let mut found = std::mem::take(&mut self.found);
+        found.clear();
+        self.boxes.rebuild(state, t, end, &mut |k| found.push(k));
+        self.adopt(found, state, t, events, queue);
+    }
+
+    /// A broad-phase event. At the end of a window: sweep every box over the next window, drop
+    /// pairs whose boxes no longer overlap and that have no active layer. Before it (kinetic
+    /// broad phases): process the certificates due, adopt the pairs handed over and drop the
+    /// pairs taken back that have no active layer and no other overlapping leaves.
+    pub(super) fn fire_broad_phase(
+        &mut self,
+        state: &VertexState,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) {
+        let _zone = zone!("broad_phase");
+        self.stats.broad_phase_events += 1;
+        self.audit.boxes(&self.boxes, state, t);
+        if t >= self.boxes.window_end() {
+            let end = t + self.window;
+            self.rebuild(state, t, end, events, queue);
+            let mut found = std::mem::take(&mut self.found);
+            found.clear();
+            self.boxes.advance(t, &mut |k| found.push(k), &mut |_| {});
+            self.adopt(found, state, t, events, queue);
+            for id in 0..self.pairs.slots() {
+                let i = id as usize;
+                if self.pairs.live[i]
+                    && self.pairs.active[i] == 0
+                    && !self.overlaps(self.pairs.key[i])
+                {
+                    self.remove_pair(id, events, queue);
+                }
+            }
+            self.stats.broad_phase = self.boxes.stats();
+        } else {
+            let mut found = std::mem::take(&mut self.found);
+            found.clear();
+            let mut lost = Vec::new();
+            self.boxes
+                .advance(t, &mut |k| found.push(k), &mut |k| lost.push(k));
+            self.adopt(found, state, t, events, queue);
+            lost.sort_unstable();
+            lost.dedup();
+            self.contact_keys(&lost);
+            let keys = std::mem::take(&mut self.found_pairs);
+            for &key in &keys {
+                if let Some(id) = self.pairs.id(&key) {
+                    if self.pairs.active[id as usize] == 0 && !self.overlaps(key) {
+                        self.remove_pair(id, events, queue);
+                    }
+                }
+            }
+            self.found_pairs = keys;
+        }
+        queue.push(self.broad_event, self.boxes.next_time());
+    }
+
+    /// A slab failed: activate its layer if the pair is close, otherwise certify again.
+    pub(super) fn fire_slab(
+        &mut self,
+        id: u32,
+        state: &VertexState,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) -> Result<(), RunError> {
+        let _zone = zone!("slab");
+        self.stats.slab_events += 1;
+        let i = id as usize;
+        let motion = self.pairs.kinematics(id, state, t);
+        let d = motion.distance();
+        self.stats.min_distance = self.stats.min_distance.min(d);
+        let layer = self.pairs.certified[i];
+        let near = ACTIVATION * self.schedule.eta(layer);
+        if d < near {
+            if d < self.schedule.eta(layer) {
+                return Err(self.breach(id, layer, d, t, state));
+            }
+            if let Some(vertices) = self.kinematic_feature(id, &motion, state, near) {
+                return Err(RunError::KinematicContact {
+                    time: t,
+                    pair: self.pairs.describe(id),
+                    vertices,
+                });
+            }
+            self.layers
+                .activate(&mut self.pairs, id, layer, t, events, queue)?;
+            self.pairs.certified[i] = layer + 1;
+        }
+        self.certifier.certify(&mut self.pairs, id, state, t, queue);
+        Ok(())
+    }
+
+    /// A feature pair of pair `id` closer than `near` whose four vertices are all fixed or
+    /// scripted: no penalty force can keep it apart.
+    fn kinematic_feature(
+        &self,
+        id: u32,
+        motion: &Motion,
+        state: &VertexState,
+        near: f64,
+    ) -> Option<[u32; 4]> {
+        let verts = &self.pairs.verts[id as usize];
+        let kinematic = |l: [usize; 4]| l.iter().all(|&k| state.inv_mass[verts[k] as usize] == 0.0);
+        match motion.key {
+            ContactKey::Feature(_) => kinematic([0, 1, 2, 3]).then(|| *first_four(verts)),
+            ContactKey::Triangles(..) => TRIANGLE_PAIR_FEATURES
+                .into_iter()
+                .find(|&f| kinematic(f.verts()) && local_feature_distance(f, &motion.x) < near)
+                .map(|f| f.verts().map(|k| verts[k])),
+        }
+    }
+
+    /// The error for a pair found inside a layer that is not active: a time-resolution stop when
+    /// one rounding of `t` moves the pair by more than the slab margin, otherwise a bug.
+    fn breach(&self, id: u32, layer: u32, d: f64, t: f64, state: &VertexState) -> RunError {
+        let i = id as usize;
+        let speed = self
+            .pairs
+            .pair_verts(id)
+            .iter()
+            .map(|&v| state.v[v as usize].length())
+            .fold(0.0, f64::max);
+        let eta = self.schedule.eta(layer);
+        let rounding = 2.0 * speed * t.abs() * f64::EPSILON;
+        if rounding > (SLAB_MARGIN - 1.0) * eta {
+            return RunError::TimeResolution {
+                time: t,
+                pair: self.pairs.describe(id),
+                layer,
+                speed,
+            };
+        }
+        RunError::Internal {
+            time: t,
+            event: self.pairs.cert[i].0,
+            message: format!(
+                "pair {} reached distance {d:e} inside layer {layer} (eta {eta:e}) before the \
+                 layer was active",
+                self.pairs.describe(i as u32),
+            ),
+        }
+    }
+
+    /// A tick of the penalty group whose event has payload `group` (one layer's super-event,
+    /// or one pair's layer): the members' impulses are applied, the kicked vertices'
+    /// certificates are re-timed, and members that have left their deepest layer are dropped
+    /// (lazy deactivation) and certified again.
+    pub(super) fn fire_layer(
+        &mut self,
+        group: u32,
+        state: &mut VertexState,
+        t: f64,
+        events: &mut EventTable,
+        queue: &mut EventQueue,
+    ) -> Result<(), RunError> {
+        let _zone = zone!("penalty");
+        let tick = self.layers.tick(group, &self.pairs, state, t)?;
+        if !tick.kicked.is_empty() {
+            self.after_kick(&tick.kicked, state, t, events, queue);
+        }
+        let mut left = std::mem::take(&mut self.left);
+        self.layers.finish(tick, &mut self.pairs, queue, &mut left);
+        for &id in &left {
+            self.certifier.certify(&mut self.pairs, id, state, t, queue);
+        }
+        self.left = left;
+        Ok(())
+    }
+
+    /// Contact statistics for `stats.json`.
+    pub(super) fn stats(&self) -> ContactStats {
+        let c = self.certifier.stats;
+        let l = &self.layers.stats;
+        ContactStats {
+            reschedules: c.reschedules,
+            retimes: c.retimes,
+            parked: c.parked,
+            deepest_layer: l.deepest_layer,
+            penalty_events_per_layer: l.penalty_events_per_layer.clone(),
+            penalty_pair_ticks_per_layer: l.penalty_pair_ticks_per_layer.clone(),
+            activations_per_layer: l.activations_per_layer.clone(),
+            min_distance: self.stats.min_distance.min(l.min_distance),
+            ..self.stats.clone()
+        }
+    }
+
+    /// Turns the interval audit on: every certificate is checked whenever its trajectory is about
+    /// to change (see [`Contact::audit`]).
+    pub(super) fn set_auditing(&mut self, on: bool) {
+        self.audit.on = on;
+    }
+
+    /// The first breach the interval audit found since the last call.
+    pub(super) fn take_breach(&mut self) -> Option<String> {
+        self.audit.take()
+    }
+
+    /// Live pairs with a penalty layer active: their vertices and deepest active layer.
+    pub(super) fn penalized(&self) -> impl Iterator<Item = (&[u32], u32)> + '_ {
+        self.pairs.penalized()
+    }
+
+    /// The clock of layer `l`, which has been active (so its clock is known).
+    pub(super) fn active_clock(&self, l: u32) -> f64 {
+        self.layers.active_clock(l)
+    }
+
+    /// Penalty energy of every active layer at `positions`.
+    pub(super) fn energy(&self, positions: &[DVec3]) -> f64 {
+        self.layers.energy(&self.pairs, positions)
+    }
+
+    /// The full audit at time `t` (see [`audit::full`]).
+    pub(super) fn audit(
+        &self,
+        state: &VertexState,
+        t: f64,
+        queue: &EventQueue,
+    ) -> Result<(), String> {
+        audit::full(&self.pairs, &self.schedule, &self.boxes, state, t, queue)
+    }
+}

@@ -1,0 +1,121 @@
+//! A contact pair's kinematics at one time and the slab arithmetic of its shape: four vertex
+//! slots for a VT or EE pair, six for a triangle pair.
+
+use glam::DVec3;
+
+use crate::contact::closest::{edge_edge, triangle_triangle, vertex_triangle, TriangleFeature};
+use crate::contact::{ContactKey, PairKey};
+use crate::kds::slab::{
+    build_slab, failure_time, fuzzy_schedule, holds, no_budget, within_budget, ClosingBudget, Slab,
+};
+
+/// Closest distance of a feature pair at positions `x`.
+pub(super) fn feature_distance(key: PairKey, x: &[DVec3; 4]) -> f64 {
+    match key {
+        PairKey::VertexTriangle(..) => vertex_triangle(x[0], x[1], x[2], x[3]).distance,
+        PairKey::EdgeEdge(..) => edge_edge(x[0], x[1], x[2], x[3]).distance,
+    }
+}
+
+/// Closest distance of feature pair `feature` of a triangle pair at positions `x`.
+pub(super) fn local_feature_distance(feature: TriangleFeature, x: &[DVec3; 6]) -> f64 {
+    let [p, a, b, c] = feature.verts().map(|k| x[k]);
+    match feature {
+        TriangleFeature::VertexTriangle(_) => vertex_triangle(p, a, b, c).distance,
+        TriangleFeature::EdgeEdge(_) => edge_edge(p, a, b, c).distance,
+    }
+}
+
+/// The first four of a pair's six vertex slots: a feature pair's.
+pub(super) fn first_four<T>(x: &[T; 6]) -> &[T; 4] {
+    x.first_chunk().expect("six slots hold four")
+}
+
+/// Evaluates `$body` with `$x` (and each further name) bound to the first four or all six of
+/// the given six-slot arrays, by the shape of contact pair `$key`, so that the slab functions
+/// run on arrays of the pair's own length.
+macro_rules! at_shape {
+    ($key:expr, |$($x:ident),+| $body:expr) => {
+        match $key {
+            ContactKey::Triangles(..) => $body,
+            ContactKey::Feature(_) => {
+                $(let $x = first_four($x);)+
+                $body
+            }
+        }
+    };
+}
+
+/// Widens a feature pair's four-vertex budget to the six slots of the pair table.
+fn widen<const N: usize>(budget: ClosingBudget<N>) -> ClosingBudget<6> {
+    let mut out = no_budget();
+    out[..N].copy_from_slice(&budget);
+    out
+}
+
+/// [`within_budget`] for a pair of shape `key` (velocities and budget in six slots).
+pub(super) fn within_budget_at_shape(
+    key: ContactKey,
+    slab: &Slab,
+    v: &[DVec3; 6],
+    budget: &ClosingBudget<6>,
+) -> bool {
+    at_shape!(key, |v, budget| within_budget(
+        slab,
+        v,
+        key.a_count(),
+        budget
+    ))
+}
+
+/// A contact pair's vertices at one time, side A first, in six slots (a feature pair uses the
+/// first four), and the slab arithmetic of its shape.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Motion {
+    pub(super) key: ContactKey,
+    pub(super) x: [DVec3; 6],
+    pub(super) v: [DVec3; 6],
+}
+
+impl Motion {
+    /// [`build_slab`] for the pair.
+    pub(super) fn build_slab(&self, eta: f64) -> Option<Slab> {
+        let (x, v, a) = (&self.x, &self.v, self.key.a_count());
+        at_shape!(self.key, |x, v| build_slab(x, v, a, eta))
+    }
+
+    /// When to look at a slab built or re-timed now (an offset), and the budget of kicks it
+    /// tolerates until then: its exact failure time, or a fuzzy schedule with quality loss
+    /// `quality_loss`.
+    pub(super) fn schedule(
+        &self,
+        slab: &Slab,
+        quality_loss: Option<f64>,
+    ) -> (f64, ClosingBudget<6>) {
+        let (x, v, a) = (&self.x, &self.v, self.key.a_count());
+        at_shape!(self.key, |x, v| match quality_loss {
+            Some(ql) => {
+                let (dt, budget) = fuzzy_schedule(slab, x, v, a, ql);
+                (dt, widen(budget))
+            }
+            None => (failure_time(slab, x, v, a), no_budget()),
+        })
+    }
+
+    /// [`holds`] for the pair at offset `dt`.
+    pub(super) fn holds(&self, slab: &Slab, dt: f64) -> bool {
+        let (x, v, a) = (&self.x, &self.v, self.key.a_count());
+        at_shape!(self.key, |x, v| holds(slab, x, v, a, dt))
+    }
+
+    /// The pair's closest distance.
+    pub(super) fn distance(&self) -> f64 {
+        match self.key {
+            ContactKey::Feature(f) => feature_distance(f, first_four(&self.x)),
+            ContactKey::Triangles(..) => {
+                let x = &self.x;
+                triangle_triangle([x[0], x[1], x[2]], [x[3], x[4], x[5]]).distance
+            }
+        }
+    }
+}
