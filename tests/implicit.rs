@@ -332,6 +332,7 @@ fn bad_implicit_settings_exit_2_naming_the_field() {
     let profile = profiles_dir().join("sync_squares_plane.toml");
     for (set, field) in [
         ("implicit.delta=-1.0", "implicit.delta"),
+        ("implicit.delta=100.0", "shortest edge"),
         ("implicit.step=0.0", "implicit.step"),
         (
             "implicit.max_cmr_iterations=0",

@@ -159,6 +159,21 @@ impl ImplicitSimulation {
         let clock = FixedSteps::new(scene.frame_interval, requested, "implicit.step")?;
         let delta = s.delta.unwrap_or(scene.contact.eta1);
         let friction = s.friction.unwrap_or(scene.contact.friction);
+        let shortest = shortest_edge(sim.triangles(), &sim.state().x);
+        if delta >= shortest {
+            return Err(SceneError::new(
+                if s.delta.is_some() {
+                    "implicit.delta"
+                } else {
+                    "contact.eta1"
+                },
+                format!(
+                    "the safety distance {delta} cm is not below the shortest edge ({shortest:.3e} \
+                     cm): triangles near each other on one mesh would start as contacts; set a \
+                     smaller implicit.delta"
+                ),
+            ));
+        }
         let detector = Detector::new(sim.triangles(), sim.state().len(), delta);
         let model = sim.model_mut();
         let script_origin = steps::script_origins(model.scripts, &model.state.x);
@@ -404,6 +419,15 @@ impl Stepper for ImplicitSimulation {
     fn take_step(&mut self, t: f64, t_next: f64) -> Result<(), ImplicitError> {
         self.advance(t, t_next, 0)
     }
+}
+
+/// The length of the shortest edge of `triangles` at positions `x` (infinite without any).
+fn shortest_edge(triangles: &[[u32; 3]], x: &[DVec3]) -> f64 {
+    triangles
+        .iter()
+        .flat_map(|t| [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])])
+        .map(|(a, b)| x[a as usize].distance(x[b as usize]))
+        .fold(f64::INFINITY, f64::min)
 }
 
 /// The forces of `model` with `gravity`, as the linearized system reads them.
