@@ -16,6 +16,10 @@
 //! sim.run_until(0.5, &mut NoFrames).unwrap();
 //! println!("{} events", sim.stats().events.total());
 //! ```
+//!
+//! Features: `cli` (the `acm` application) and `plot` (the `plot` module: PNG charts) are on by default;
+//! `cargo build --no-default-features --lib` builds the engine alone. `profile-tracy` opens
+//! Tracy spans for the loop's phases ([`profile`]).
 #![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod check;
@@ -27,6 +31,7 @@ pub mod implicit;
 pub mod kds;
 pub mod mesh;
 pub mod output;
+#[cfg(feature = "plot")]
 pub mod plot;
 pub mod profile;
 pub mod scene;

@@ -77,7 +77,7 @@ fn set_errors_name_the_flag_and_key_not_a_line_of_the_rewritten_file() {
         &with("object.sheet.material.density=-2"),
         &[
             "--set object.sheet.material.density=-2",
-            "object[0].material.density",
+            "object[0].material.density (object \"sheet\")",
             "> 0",
         ],
     );

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use acm::engine::{Frame, FrameSink, RunError};
 use acm::implicit::{ImplicitError, ImplicitSimulation};
-use acm::output::{write_stats, ContactCsv, EnergyCsv, ObjFrames, StepsCsv};
+use acm::output::{write_stats, ContactCsv, EnergyCsv, FrameFormat, StepsCsv};
 use acm::profile::ZoneTotal;
 use acm::scene::profile::{self, ProfileError};
 use acm::scene::{Method, SceneError};
@@ -89,6 +89,9 @@ struct RunArgs {
     /// steps.csv.
     #[arg(long, default_value = "out")]
     out: PathBuf,
+    /// Frame files: obj (text, positions) or ply (binary, float positions and velocities).
+    #[arg(long, default_value = "obj", value_name = "obj|ply")]
+    format: FrameFormat,
     /// Stop after this many frames (the frame at t = 0 counts).
     #[arg(long, conflicts_with = "until", allow_negative_numbers = true)]
     frames: Option<u64>,
@@ -215,19 +218,14 @@ fn stop_on_ctrl_c() {
 fn load(profile: Option<&Path>, overrides: &[String]) -> Result<Scene, Failure> {
     Ok(match profile {
         Some(path) => profile::load(path, overrides)?,
-        None => profile::parse(
-            acm::DEFAULT_PROFILE,
-            &source(None),
-            Path::new("."),
-            overrides,
-        )?,
+        None => profile::builtin(overrides)?,
     })
 }
 
 /// What names a profile in messages: its path, or the built-in scene.
 fn source(profile: Option<&Path>) -> String {
     profile.map_or_else(
-        || "<built-in sheet_on_sphere>".to_string(),
+        || profile::BUILTIN_NAME.to_string(),
         |p| p.display().to_string(),
     )
 }
@@ -304,7 +302,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         |e: std::io::Error| Failure::Internal(format!("{}: {e}", stats_path.display()));
     stop_on_ctrl_c();
     let io = |e: std::io::Error| Failure::BadInput(format!("{}: {e}", args.out.display()));
-    let frames = ObjFrames::create(&args.out).map_err(io)?;
+    let frames = args.format.create(&args.out).map_err(io)?;
     let (contact_path, steps_path) = (args.out.join("contact.csv"), args.out.join("steps.csv"));
     let (contact, steps) = if acm_sim.is_some() {
         (
@@ -509,9 +507,9 @@ fn progress_bar(until: f64, frame_interval: f64) -> ProgressBar {
     bar
 }
 
-/// Frames to OBJ files and the CSV files, with a progress bar.
+/// Frames to OBJ or PLY files and the CSV files, with a progress bar.
 struct RunSink {
-    frames: ObjFrames,
+    frames: Box<dyn FrameSink + Send>,
     energy: EnergyCsv,
     /// Penalty pairs and layers per frame (ACM runs).
     contact: Option<ContactCsv>,

@@ -11,7 +11,7 @@ use super::{
     Simulation, Stats,
 };
 use crate::contact::PairKey;
-use crate::events::{EventKind, EventQueue, EventTable};
+use crate::events::{EventKind, EventQueue, EventTable, Scheduler};
 use crate::forces::external::{Drag, PrescribedForce, ScriptedMotion};
 use crate::forces::{ElementKernel, HingeFamily, HingeKernel, SpringFamily, SpringKernel};
 use crate::mesh::{lumped_masses, Topology, TriMesh, TriangleList};
@@ -326,8 +326,10 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
             edges,
             triangles.clone(),
             &state,
-            &mut events,
-            &mut queue,
+            &mut Scheduler {
+                table: &mut events,
+                queue: &mut queue,
+            },
         )
         .map_err(|close| too_close(&close, &objects, scene))?;
         Some(contact)

@@ -18,7 +18,7 @@ use std::time::Instant;
 use glam::DVec3;
 
 use crate::events::EventId;
-use crate::events::{EventKind, EventQueue, EventTable};
+use crate::events::{EventKind, EventQueue, EventTable, Scheduler};
 use crate::forces::external::{
     gravity_tick, vertex_gravity_tick, Drag, PrescribedForce, ScriptedMotion,
 };
@@ -406,8 +406,10 @@ impl Simulation {
                 &[vertex as u32],
                 &self.state,
                 t,
-                &mut self.events,
-                &mut self.queue,
+                &mut Scheduler {
+                    table: &mut self.events,
+                    queue: &mut self.queue,
+                },
             );
         }
         true
@@ -673,28 +675,32 @@ impl Simulation {
         let Some(contact) = &mut self.contact else {
             return;
         };
-        let (events, queue, state) = (&mut self.events, &mut self.queue, &self.state);
+        let state = &self.state;
+        let sched = &mut Scheduler {
+            table: &mut self.events,
+            queue: &mut self.queue,
+        };
         match target {
             ForceTarget::Spring(e) => {
                 let stencil = self.springs.kernel.ends[e as usize];
-                contact.after_kick(&stencil, state, t, events, queue);
+                contact.after_kick(&stencil, state, t, sched);
             }
             ForceTarget::Hinge(e) => {
                 let stencil = self.hinges.kernel.verts[e as usize];
-                contact.after_kick(&stencil, state, t, events, queue);
+                contact.after_kick(&stencil, state, t, sched);
             }
             ForceTarget::Prescribed(f) => {
                 let vertices = &self.prescribed[f as usize].vertices;
-                contact.after_kick(vertices, state, t, events, queue);
+                contact.after_kick(vertices, state, t, sched);
             }
-            ForceTarget::VertexGravity(v) => contact.after_kick(&[v], state, t, events, queue),
+            ForceTarget::VertexGravity(v) => contact.after_kick(&[v], state, t, sched),
             ForceTarget::Springs(b) => {
                 let vertices = &self.springs.bins[b as usize].vertices;
-                contact.after_kick(vertices, state, t, events, queue);
+                contact.after_kick(vertices, state, t, sched);
             }
             ForceTarget::Hinges(b) => {
                 let vertices = &self.hinges.bins[b as usize].vertices;
-                contact.after_kick(vertices, state, t, events, queue);
+                contact.after_kick(vertices, state, t, sched);
             }
             ForceTarget::Gravity | ForceTarget::Drag => {
                 unreachable!("whole-mesh ticks return above")
@@ -733,7 +739,11 @@ impl Simulation {
         };
         if let Some(c) = &mut self.contact {
             let t = self.time;
-            c.after_global_kick(&self.state, t, next, &mut self.events, &mut self.queue);
+            let sched = &mut Scheduler {
+                table: &mut self.events,
+                queue: &mut self.queue,
+            };
+            c.after_global_kick(&self.state, t, next, sched);
         }
     }
 
@@ -766,14 +776,17 @@ impl Simulation {
             });
         };
         let payload = self.events.payload(id);
-        let (events, queue) = (&mut self.events, &mut self.queue);
+        let sched = &mut Scheduler {
+            table: &mut self.events,
+            queue: &mut self.queue,
+        };
         match kind {
-            EventKind::Certificate => contact.fire_slab(payload, &self.state, t, events, queue),
+            EventKind::Certificate => contact.fire_slab(payload, &self.state, t, sched),
             EventKind::BroadPhase => {
-                contact.fire_broad_phase(&self.state, t, events, queue);
+                contact.fire_broad_phase(&self.state, t, sched);
                 Ok(())
             }
-            _ => contact.fire_layer(payload, &mut self.state, t, events, queue),
+            _ => contact.fire_layer(payload, &mut self.state, t, sched),
         }
     }
 
@@ -785,7 +798,11 @@ impl Simulation {
         if let Some(c) = &mut self.contact {
             let t = self.scripts[index].keys[key].0;
             let vertices = &self.scripts[index].vertices;
-            c.after_kick(vertices, &self.state, t, &mut self.events, &mut self.queue);
+            let sched = &mut Scheduler {
+                table: &mut self.events,
+                queue: &mut self.queue,
+            };
+            c.after_kick(vertices, &self.state, t, sched);
         }
         self.next_key[index] = key + 1;
         if let Some(&(t_next, _)) = self.scripts[index].keys.get(key + 1) {

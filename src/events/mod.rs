@@ -7,8 +7,10 @@
 
 mod id;
 mod queue;
+mod scheduler;
 mod table;
 
 pub use id::EventId;
 pub use queue::{DenseSlots, EventQueue, Slots, SparseSlots};
+pub use scheduler::Scheduler;
 pub use table::{EventHandle, EventKind, EventTable, StaleHandle};

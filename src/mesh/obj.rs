@@ -141,6 +141,16 @@ pub fn write_obj(w: &mut impl Write, groups: &[(&str, &TriMesh)]) -> std::io::Re
     write_obj_positions(w, &slices)
 }
 
+/// `name` as one word for a frame file: whitespace replaced by `_`, `unnamed` when empty.
+pub fn single_word(name: &str) -> String {
+    if name.is_empty() {
+        return "unnamed".into();
+    }
+    name.chars()
+        .map(|c| if c.is_whitespace() { '_' } else { c })
+        .collect()
+}
+
 /// Like [`write_obj`], but from raw position and triangle slices (e.g. simulation frames).
 ///
 /// Whitespace in names is replaced by `_`; an empty name becomes `unnamed`.
@@ -148,11 +158,7 @@ pub fn write_obj_positions(w: &mut impl Write, groups: &[ObjGroup<'_>]) -> std::
     let mut out = std::io::BufWriter::with_capacity(1 << 16, w);
     let mut offset: u64 = 1;
     for &(name, positions, triangles, first) in groups {
-        let name: String = name
-            .chars()
-            .map(|c| if c.is_whitespace() { '_' } else { c })
-            .collect();
-        writeln!(out, "o {}", if name.is_empty() { "unnamed" } else { &name })?;
+        writeln!(out, "o {}", single_word(name))?;
         // `{:?}` prints the shortest representation that round-trips exactly, and switches to
         // exponent notation for very large or small magnitudes (unlike `{}`).
         for p in positions {

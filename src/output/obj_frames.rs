@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use crate::engine::{Frame, FrameSink, RunError};
 use crate::mesh::write_obj_positions;
 
-/// The path of frame `index` in `dir`.
+use super::FrameFormat;
+
+/// The path of OBJ frame `index` in `dir`.
 pub fn frame_path(dir: &Path, index: u64) -> PathBuf {
-    dir.join(format!("frame_{index:05}.obj"))
+    FrameFormat::Obj.path(dir, index)
 }
 
 /// Writes each frame as an OBJ holding every object (`o name` groups, global 1-based indices).
@@ -22,17 +24,9 @@ pub struct ObjFrames {
 }
 
 impl ObjFrames {
-    /// Prepares `dir` (created if missing; frame files of an earlier run are removed so the
-    /// directory holds one consistent sequence).
+    /// Prepares `dir` as [`FrameFormat::create`] does.
     pub fn create(dir: &Path) -> std::io::Result<Self> {
-        std::fs::create_dir_all(dir)?;
-        for entry in std::fs::read_dir(dir)? {
-            let path = entry?.path();
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if name.starts_with("frame_") && name.ends_with(".obj") {
-                std::fs::remove_file(&path)?;
-            }
-        }
+        super::clear_frames(dir)?;
         Ok(Self {
             dir: dir.to_path_buf(),
             objects: Vec::new(),
@@ -75,7 +69,7 @@ impl FrameSink for ObjFrames {
                 )
             })
             .collect();
-        let mut w = BufWriter::new(File::create(frame_path(&self.dir, frame.index))?);
+        let mut w = BufWriter::new(File::create(FrameFormat::Obj.path(&self.dir, frame.index))?);
         write_obj_positions(&mut w, &groups)?;
         std::io::Write::flush(&mut w)?;
         Ok(())

@@ -45,6 +45,19 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Scene, ProfileError> {
     parse(&text, &file, &base, overrides)
 }
 
+/// How messages name the built-in default scene.
+pub const BUILTIN_NAME: &str = "<built-in sheet_on_sphere>";
+
+/// The built-in default scene ([`crate::DEFAULT_PROFILE`]), applying `overrides` first.
+pub fn builtin(overrides: &[String]) -> Result<Scene, ProfileError> {
+    parse(
+        crate::DEFAULT_PROFILE,
+        BUILTIN_NAME,
+        Path::new("."),
+        overrides,
+    )
+}
+
 /// Parses profile `text`; `file` names it in errors and `base` resolves relative mesh paths.
 ///
 /// An error caused by a `--set` override names the flag (`--set scene.durration=1: unknown
@@ -81,13 +94,18 @@ pub fn parse(
             None => error(line_of_span(&rewritten, e.span()), message),
         }
     })?;
-    // A scene error's path is blamed on the override that set it, or located in the file.
-    let scene_error = |e: SceneError| match set
-        .iter()
-        .find(|(_, path)| within(&e.path, path) || within(path, &e.path))
-    {
-        Some((o, _)) => error(None, format!("--set {o}: {e}")),
-        None => error(locate(text, &e.path), e.to_string()),
+    // A scene error's path is blamed on the override that set it, or located in the file; an
+    // object's path also gives the object's name.
+    let names: Vec<String> = schema.objects.iter().map(|o| o.name.clone()).collect();
+    let scene_error = |e: SceneError| {
+        let named = format!("{}: {}", name_object(&e.path, &names), e.message);
+        match set
+            .iter()
+            .find(|(_, path)| within(&e.path, path) || within(path, &e.path))
+        {
+            Some((o, _)) => error(None, format!("--set {o}: {named}")),
+            None => error(locate(text, &e.path), named),
+        }
     };
     let (scene, origin) = schema.into_scene(base).map_err(scene_error)?;
     // The intersection test of `Scene::validate` is left to the integrator's constructor, so a
@@ -118,6 +136,19 @@ fn first_bad_override<'a>(text: &str, overrides: &'a [String]) -> Option<&'a str
         apply_override(&mut doc, &expand_shorthand(o)).ok()?;
         (!fits(&doc.to_string())).then_some(o.as_str())
     })
+}
+
+/// Field path `path` with the name of the `[[object]]` entry it starts in, when it does:
+/// `object[1].material.density (object "sheet")`.
+fn name_object(path: &str, names: &[String]) -> String {
+    let entry = path
+        .strip_prefix("object[")
+        .and_then(|rest| rest.split_once(']'))
+        .and_then(|(i, _)| names.get(i.parse::<usize>().ok()?));
+    match entry {
+        Some(name) => format!("{path} (object {name:?})"),
+        None => path.to_string(),
+    }
 }
 
 /// Whether field path `path` lies at or below `prefix` (`object[0].material` holds

@@ -15,7 +15,7 @@ use crate::contact::penalty::{
 use crate::contact::{ContactKey, PairKey};
 use crate::engine::layer_events::{LayerEvents, Member};
 use crate::engine::RunError;
-use crate::events::{EventQueue, EventTable};
+use crate::events::{EventQueue, Scheduler};
 use crate::state::VertexState;
 
 /// Layer ticks with at least this many members compute their impulses on the thread pool.
@@ -137,8 +137,7 @@ impl LayerTicks {
         id: u32,
         l: u32,
         t: f64,
-        events: &mut EventTable,
-        queue: &mut EventQueue,
+        sched: &mut Scheduler<'_>,
     ) -> Result<(), RunError> {
         let h = self.clock(l);
         if h.is_nan() || h <= 0.0 || t + h <= t {
@@ -155,7 +154,7 @@ impl LayerTicks {
             key: pairs.key[i],
             pair: id,
         };
-        self.events.join(l, h, member, t, events, queue);
+        self.events.join(l, h, member, t, sched.table, sched.queue);
         pairs.active[i] = l;
         let stats = &mut self.stats;
         stats.deepest_layer = stats.deepest_layer.max(l);

@@ -28,8 +28,7 @@ use crate::contact::closest::TRIANGLE_PAIR_FEATURES;
 use crate::contact::layers::LayerSchedule;
 use crate::contact::ContactKey;
 use crate::contact::PairKey;
-use crate::events::EventId;
-use crate::events::{EventKind, EventQueue, EventTable};
+use crate::events::{EventId, EventKind, EventQueue, Scheduler};
 use crate::kds::{BroadPhase, BroadPhaseKind, BroadPhaseStats};
 use crate::mesh::TriangleList;
 use crate::profile::zone;
@@ -157,8 +156,7 @@ impl Contact {
         edges: Vec<[u32; 2]>,
         triangles: TriangleList,
         state: &VertexState,
-        events: &mut EventTable,
-        queue: &mut EventQueue,
+        sched: &mut Scheduler<'_>,
     ) -> Result<Self, TooClose> {
         let n = state.len();
         let m_min = (0..n)
@@ -176,7 +174,7 @@ impl Contact {
             setup.schedule.eta1,
         );
         boxes.set_adaptive_axes(setup.axis_ordering);
-        let broad_event = events.insert(EventKind::BroadPhase, 0).id;
+        let broad_event = sched.table.insert(EventKind::BroadPhase, 0).id;
         let keeps = Keeps {
             multiplicity: setup.triangle_pairs,
             budget: setup.quality_loss.is_some(),
@@ -235,8 +233,8 @@ impl Contact {
         if let Some(w) = worst {
             return Err(w);
         }
-        contact.adopt(found, state, 0.0, events, queue);
-        queue.push(broad_event, contact.boxes.next_time());
+        contact.adopt(found, state, 0.0, sched);
+        sched.queue.push(broad_event, contact.boxes.next_time());
         Ok(contact)
     }
 
@@ -316,15 +314,14 @@ impl Contact {
         mut found: Vec<PairKey>,
         state: &VertexState,
         t: f64,
-        events: &mut EventTable,
-        queue: &mut EventQueue,
+        sched: &mut Scheduler<'_>,
     ) {
         found.sort_unstable();
         found.dedup();
         self.contact_keys(&found);
         let keys = std::mem::take(&mut self.found_pairs);
         for &key in &keys {
-            self.add_pair(key, state, t, events, queue);
+            self.add_pair(key, state, t, sched);
         }
         self.found_pairs = keys;
         self.found = found;
@@ -335,28 +332,28 @@ impl Contact {
         key: ContactKey,
         state: &VertexState,
         t: f64,
-        events: &mut EventTable,
-        queue: &mut EventQueue,
+        sched: &mut Scheduler<'_>,
     ) {
         if self.pairs.id(&key).is_some() {
             return;
         }
         let verts = self.verts_of(key);
         let id = self.pairs.insert(key, verts, t, |id| {
-            events.insert(EventKind::Certificate, id).id
+            sched.table.insert(EventKind::Certificate, id).id
         });
         if let ContactKey::Triangles(s, t) = key {
             self.pairs.multiplicity[id as usize] = self.topology().multiplicities(s, t);
             self.stats.triangle_pairs += 1;
         }
         self.stats.certificates_peak = self.stats.certificates_peak.max(self.pairs.live_count());
-        self.certifier.certify(&mut self.pairs, id, state, t, queue);
+        self.certifier
+            .certify(&mut self.pairs, id, state, t, sched.queue);
     }
 
-    fn remove_pair(&mut self, id: u32, events: &mut EventTable, queue: &mut EventQueue) {
+    fn remove_pair(&mut self, id: u32, sched: &mut Scheduler<'_>) {
         let cert = self.pairs.remove(id);
-        queue.remove(cert);
-        let _ = events.remove(events.handle(cert));
+        sched.queue.remove(cert);
+        let _ = sched.table.remove(sched.table.handle(cert));
     }
 
     /// After the velocities of `vertices` changed at `t`: re-sweep their boxes (new pairs get
@@ -366,34 +363,32 @@ impl Contact {
         vertices: &[u32],
         state: &VertexState,
         t: f64,
-        events: &mut EventTable,
-        queue: &mut EventQueue,
+        sched: &mut Scheduler<'_>,
     ) {
         let _zone = zone!("reschedule");
         self.audit.boxes(&self.boxes, state, t);
-        self.sweep(vertices, state, t, events, queue);
+        self.sweep(vertices, state, t, sched);
         let mut ids = std::mem::take(&mut self.contingent);
         self.pairs.contingent(vertices, &mut ids);
-        self.certifier
-            .reschedule(&mut self.pairs, &mut self.audit, &ids, state, t, queue);
+        self.certifier.reschedule(
+            &mut self.pairs,
+            &mut self.audit,
+            &ids,
+            state,
+            t,
+            sched.queue,
+        );
         self.contingent = ids;
     }
 
     /// Re-sweeps the boxes of `vertices` and adopts the candidate pairs that appear.
-    fn sweep(
-        &mut self,
-        vertices: &[u32],
-        state: &VertexState,
-        t: f64,
-        events: &mut EventTable,
-        queue: &mut EventQueue,
-    ) {
+    fn sweep(&mut self, vertices: &[u32], state: &VertexState, t: f64, sched: &mut Scheduler<'_>) {
         let mut found = std::mem::take(&mut self.found);
         found.clear();
         self.boxes
             .update(state, t, vertices, &mut |k| found.push(k));
-        self.adopt(found, state, t, events, queue);
-        queue.update(self.broad_event, self.boxes.next_time());
+        self.adopt(found, state, t, sched);
+        sched.queue.update(self.broad_event, self.boxes.next_time());
     }
 
     /// Whether [`after_global_kick`](Self::after_global_kick) uses the time of the next
@@ -413,8 +408,7 @@ impl Contact {
         state: &VertexState,
         t: f64,
         next: f64,
-        events: &mut EventTable,
-        queue: &mut EventQueue,
+        sched: &mut Scheduler<'_>,
     ) {
         let _zone = zone!("reschedule_all");
         self.audit.boxes(&self.boxes, state, t);
@@ -423,28 +417,27 @@ impl Contact {
             self.boxes.short_circuit(t, next);
         }
         let all = std::mem::take(&mut self.all_vertices);
-        self.sweep(&all, state, t, events, queue);
+        self.sweep(&all, state, t, sched);
         self.all_vertices = all;
         let mut ids = std::mem::take(&mut self.contingent);
         ids.clear();
         ids.extend((0..self.pairs.slots()).filter(|&id| self.pairs.live[id as usize]));
-        self.certifier
-            .reschedule(&mut self.pairs, &mut self.audit, &ids, state, t, queue);
+        self.certifier.reschedule(
+            &mut self.pairs,
+            &mut self.audit,
+            &ids,
+            state,
+            t,
+            sched.queue,
+        );
         self.contingent = ids;
     }
 
-    fn rebuild(
-        &mut self,
-        state: &VertexState,
-        t: f64,
-        end: f64,
-        events: &mut EventTable,
-        queue: &mut EventQueue,
-    ) {
+    fn rebuild(&mut self, state: &VertexState, t: f64, end: f64, sched: &mut Scheduler<'_>) {
         let mut found = std::mem::take(&mut self.found);
         found.clear();
         self.boxes.rebuild(state, t, end, &mut |k| found.push(k));
-        self.adopt(found, state, t, events, queue);
+        self.adopt(found, state, t, sched);
     }
 
     /// A broad-phase event. At the end of a window: sweep every box over the next window, drop
@@ -455,26 +448,25 @@ impl Contact {
         &mut self,
         state: &VertexState,
         t: f64,
-        events: &mut EventTable,
-        queue: &mut EventQueue,
+        sched: &mut Scheduler<'_>,
     ) {
         let _zone = zone!("broad_phase");
         self.stats.broad_phase_events += 1;
         self.audit.boxes(&self.boxes, state, t);
         if t >= self.boxes.window_end() {
             let end = t + self.window;
-            self.rebuild(state, t, end, events, queue);
+            self.rebuild(state, t, end, sched);
             let mut found = std::mem::take(&mut self.found);
             found.clear();
             self.boxes.advance(t, &mut |k| found.push(k), &mut |_| {});
-            self.adopt(found, state, t, events, queue);
+            self.adopt(found, state, t, sched);
             for id in 0..self.pairs.slots() {
                 let i = id as usize;
                 if self.pairs.live[i]
                     && self.pairs.active[i] == 0
                     && !self.overlaps(self.pairs.key[i])
                 {
-                    self.remove_pair(id, events, queue);
+                    self.remove_pair(id, sched);
                 }
             }
             self.stats.broad_phase = self.boxes.stats();
@@ -484,7 +476,7 @@ impl Contact {
             let mut lost = Vec::new();
             self.boxes
                 .advance(t, &mut |k| found.push(k), &mut |k| lost.push(k));
-            self.adopt(found, state, t, events, queue);
+            self.adopt(found, state, t, sched);
             lost.sort_unstable();
             lost.dedup();
             self.contact_keys(&lost);
@@ -492,13 +484,13 @@ impl Contact {
             for &key in &keys {
                 if let Some(id) = self.pairs.id(&key) {
                     if self.pairs.active[id as usize] == 0 && !self.overlaps(key) {
-                        self.remove_pair(id, events, queue);
+                        self.remove_pair(id, sched);
                     }
                 }
             }
             self.found_pairs = keys;
         }
-        queue.push(self.broad_event, self.boxes.next_time());
+        sched.queue.push(self.broad_event, self.boxes.next_time());
     }
 
     /// A slab failed: activate its layer if the pair is close, otherwise certify again.
@@ -507,8 +499,7 @@ impl Contact {
         id: u32,
         state: &VertexState,
         t: f64,
-        events: &mut EventTable,
-        queue: &mut EventQueue,
+        sched: &mut Scheduler<'_>,
     ) -> Result<(), RunError> {
         let _zone = zone!("slab");
         self.stats.slab_events += 1;
@@ -529,11 +520,11 @@ impl Contact {
                     vertices,
                 });
             }
-            self.layers
-                .activate(&mut self.pairs, id, layer, t, events, queue)?;
+            self.layers.activate(&mut self.pairs, id, layer, t, sched)?;
             self.pairs.certified[i] = layer + 1;
         }
-        self.certifier.certify(&mut self.pairs, id, state, t, queue);
+        self.certifier
+            .certify(&mut self.pairs, id, state, t, sched.queue);
         Ok(())
     }
 
@@ -597,18 +588,19 @@ impl Contact {
         group: u32,
         state: &mut VertexState,
         t: f64,
-        events: &mut EventTable,
-        queue: &mut EventQueue,
+        sched: &mut Scheduler<'_>,
     ) -> Result<(), RunError> {
         let _zone = zone!("penalty");
         let tick = self.layers.tick(group, &self.pairs, state, t)?;
         if !tick.kicked.is_empty() {
-            self.after_kick(&tick.kicked, state, t, events, queue);
+            self.after_kick(&tick.kicked, state, t, sched);
         }
         let mut left = std::mem::take(&mut self.left);
-        self.layers.finish(tick, &mut self.pairs, queue, &mut left);
+        self.layers
+            .finish(tick, &mut self.pairs, sched.queue, &mut left);
         for &id in &left {
-            self.certifier.certify(&mut self.pairs, id, state, t, queue);
+            self.certifier
+                .certify(&mut self.pairs, id, state, t, sched.queue);
         }
         self.left = left;
         Ok(())

@@ -1,0 +1,281 @@
+//! `acm.Simulation`: a running simulation, advanced with the GIL released.
+
+use acm::check::{audit_positions, AuditReport};
+use acm::engine::{Frame, FrameSink, RunError};
+use acm::state::VertexKind;
+use glam::DVec3;
+use numpy::{
+    AllowTypeChange, PyArray2, PyArrayLike1, PyArrayLike2, PyArrayLikeDyn, PyArrayMethods,
+};
+use pyo3::prelude::*;
+
+use crate::scene::Scene;
+use crate::{arrays, to_python, InputError};
+
+/// A running simulation of a `Scene`.
+///
+/// `Simulation(scene, threads=None)` builds it (checking every value of the scene) on a pool of
+/// `threads` worker threads (default: one per core); the output is the same, bit for bit, on any
+/// number of threads.
+#[pyclass(module = "acm")]
+#[derive(Debug)]
+pub(crate) struct Simulation {
+    sim: acm::Simulation,
+    pool: rayon::ThreadPool,
+}
+
+/// Hands each frame to a Python callable `f(index, time, positions)`; the first exception it
+/// raises stops the run and is raised again by the method that ran it.
+struct Callback<'a> {
+    f: Option<&'a Py<PyAny>>,
+    raised: Option<PyErr>,
+}
+
+impl FrameSink for Callback<'_> {
+    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
+        let Some(f) = self.f else {
+            return Ok(());
+        };
+        Python::attach(|py| {
+            let positions = arrays::to_numpy(py, frame.positions.len(), |i| frame.positions[i]);
+            f.call1(py, (frame.index, frame.time, positions)).map(drop)
+        })
+        .map_err(|e| {
+            self.raised = Some(e);
+            RunError::Output(std::io::Error::other("the frame callback raised"))
+        })
+    }
+}
+
+impl Simulation {
+    /// Runs `advance` on the pool with the GIL released, handing frames to `on_frame`; a failure
+    /// becomes the callback's exception or `acm.RunError` with the command line's message.
+    fn advance<T: Send>(
+        &mut self,
+        py: Python<'_>,
+        on_frame: Option<Py<PyAny>>,
+        advance: impl FnOnce(&mut acm::Simulation, &mut dyn FrameSink) -> Result<T, RunError> + Send,
+    ) -> PyResult<T> {
+        let mut sink = Callback {
+            f: on_frame.as_ref(),
+            raised: None,
+        };
+        let (sim, pool) = (&mut self.sim, &self.pool);
+        let result = py.detach(|| pool.install(|| advance(sim, &mut sink)));
+        match (result, sink.raised) {
+            (Ok(value), _) => Ok(value),
+            (Err(_), Some(raised)) => Err(raised),
+            (Err(e), None) => Err(crate::RunError::new_err(format!(
+                "{}: {e}",
+                self.sim.name()
+            ))),
+        }
+    }
+
+    /// `t`, or now when `None`; it must not be earlier than now.
+    fn at(&self, t: Option<f64>) -> PyResult<f64> {
+        let now = self.sim.time();
+        match t {
+            None => Ok(now),
+            Some(t) if t.is_finite() && t >= now => Ok(t),
+            Some(t) => Err(InputError::new_err(format!(
+                "t must be a time >= the current time {now} s, got {t}"
+            ))),
+        }
+    }
+}
+
+#[pymethods]
+impl Simulation {
+    #[new]
+    #[pyo3(signature = (scene, threads = None))]
+    fn new(py: Python<'_>, scene: &Scene, threads: Option<usize>) -> PyResult<Self> {
+        if threads == Some(0) {
+            return Err(InputError::new_err("threads must be at least 1"));
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.unwrap_or(0))
+            .build()
+            .map_err(|e| crate::RunError::new_err(format!("cannot start the thread pool: {e}")))?;
+        let scene = &scene.scene;
+        let sim = py
+            .detach(|| pool.install(|| acm::Simulation::new(scene)))
+            .map_err(|e| InputError::new_err(format!("{}: {e}", scene.name)))?;
+        Ok(Self { sim, pool })
+    }
+
+    /// Processes every event up to and including time `t` (s). `on_frame(index, time,
+    /// positions)`, if given, receives each frame reached on the way (every `frame_interval`).
+    #[pyo3(signature = (t, on_frame = None))]
+    fn run_until(&mut self, py: Python<'_>, t: f64, on_frame: Option<Py<PyAny>>) -> PyResult<()> {
+        if !(t.is_finite() && t >= 0.0) {
+            return Err(InputError::new_err(format!(
+                "t must be a time >= 0, got {t}"
+            )));
+        }
+        self.advance(py, on_frame, |sim, sink| sim.run_until(t, sink))
+    }
+
+    /// Processes the next event and returns `(time, kind)` (`kind` as `"Force"`, `"Snapshot"`,
+    /// `"Certificate"`, ...), or `None` when no event is left.
+    #[pyo3(signature = (on_frame = None))]
+    fn step(
+        &mut self,
+        py: Python<'_>,
+        on_frame: Option<Py<PyAny>>,
+    ) -> PyResult<Option<(f64, String)>> {
+        let processed = self.advance(py, on_frame, |sim, sink| sim.step(sink))?;
+        Ok(processed.map(|p| (p.time, format!("{:?}", p.kind))))
+    }
+
+    /// The current simulated time (s): every event before it has been processed.
+    #[getter]
+    fn time(&self) -> f64 {
+        self.sim.time()
+    }
+
+    /// What the run did so far, with the names of `stats.json`.
+    #[getter]
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_python(py, self.sim.stats())
+    }
+
+    /// Every vertex's position (cm) at time `t` (default: now), a new float64 array of shape
+    /// (n, 3). A later `t` extends each vertex's current straight-line motion.
+    #[pyo3(signature = (t = None))]
+    fn positions<'py>(
+        &self,
+        py: Python<'py>,
+        t: Option<f64>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let t = self.at(t)?;
+        let state = self.sim.state();
+        Ok(arrays::to_numpy(py, state.len(), |i| {
+            state.position_at(i, t)
+        }))
+    }
+
+    /// Every vertex's velocity now (cm/s), a new float64 array of shape (n, 3).
+    fn velocities<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        let v = &self.sim.state().v;
+        arrays::to_numpy(py, v.len(), |i| v[i])
+    }
+
+    /// The triangles over all objects (global vertex indices), an int64 array of shape (m, 3).
+    fn triangles<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArray2<i64>>> {
+        let triangles = self.sim.triangles();
+        let flat = triangles.iter().flatten().map(|&v| i64::from(v));
+        numpy::PyArray1::from_iter(py, flat).reshape([triangles.len(), 3])
+    }
+
+    /// Per object, in order: `(name, first_vertex, vertex_count)`; global vertex `first_vertex +
+    /// i` is the object's vertex `i`.
+    #[getter]
+    fn objects(&self) -> Vec<(String, u32, u32)> {
+        self.sim
+            .objects()
+            .iter()
+            .map(|o| (o.name.clone(), o.first_vertex, o.vertex_count))
+            .collect()
+    }
+
+    /// Sets the velocity (cm/s) of `vertices` (global indices) from now on: `v` is one velocity
+    /// for all of them, shape (3,), or one each, shape (k, 3). Fixed vertices cannot be steered;
+    /// nothing changes if any vertex is fixed or missing.
+    fn set_velocity(
+        &mut self,
+        vertices: PyArrayLike1<'_, i64, AllowTypeChange>,
+        v: PyArrayLikeDyn<'_, f64, AllowTypeChange>,
+    ) -> PyResult<()> {
+        let vertices = arrays::indices("vertices", &vertices)?;
+        let v = v.as_array();
+        let velocity: Box<dyn Fn(usize) -> DVec3> = match v.shape() {
+            [3] => {
+                let one = DVec3::new(v[[0]], v[[1]], v[[2]]);
+                Box::new(move |_| one)
+            }
+            [k, 3] if *k == vertices.len() => {
+                Box::new(|j| DVec3::new(v[[j, 0]], v[[j, 1]], v[[j, 2]]))
+            }
+            shape => {
+                return Err(InputError::new_err(format!(
+                    "v: expected shape (3,) or ({}, 3), got {shape:?}",
+                    vertices.len()
+                )))
+            }
+        };
+        let state = self.sim.state();
+        for (j, &vertex) in vertices.iter().enumerate() {
+            let vertex = vertex as usize;
+            if vertex >= state.len() {
+                return Err(InputError::new_err(format!(
+                    "vertices[{j}]: no vertex {vertex} (the simulation has {})",
+                    state.len()
+                )));
+            }
+            if state.kind[vertex] == VertexKind::Fixed {
+                return Err(InputError::new_err(format!(
+                    "vertices[{j}]: vertex {vertex} is fixed and cannot be steered"
+                )));
+            }
+            if !velocity(j).is_finite() {
+                return Err(InputError::new_err(format!(
+                    "v: the velocity of vertex {vertex} is not finite"
+                )));
+            }
+        }
+        for (j, &vertex) in vertices.iter().enumerate() {
+            self.sim.set_velocity(vertex as usize, velocity(j));
+        }
+        Ok(())
+    }
+
+    /// The exact intersection audit of `positions` ((n, 3), default: now) on this simulation's
+    /// triangles, as `acm check` reports one frame: `intersecting_pairs`, `min_distance` over
+    /// non-adjacent pairs closer than `cutoff` (cm), `first_bad`.
+    #[pyo3(signature = (positions = None, cutoff = 1.0))]
+    fn check<'py>(
+        &self,
+        py: Python<'py>,
+        positions: Option<PyArrayLike2<'py, f64, AllowTypeChange>>,
+        cutoff: f64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if cutoff.is_nan() || cutoff < 0.0 {
+            return Err(InputError::new_err(format!(
+                "cutoff must be >= 0, got {cutoff}"
+            )));
+        }
+        let positions = match &positions {
+            Some(p) => arrays::points("positions", p)?,
+            None => {
+                let mut now = Vec::new();
+                self.sim.positions_at(self.sim.time(), &mut now);
+                now
+            }
+        };
+        if positions.len() != self.sim.state().len() {
+            return Err(InputError::new_err(format!(
+                "positions: expected {} rows (one per vertex), got {}",
+                self.sim.state().len(),
+                positions.len()
+            )));
+        }
+        let triangles = self.sim.triangles();
+        let mut report = AuditReport::default();
+        py.detach(|| {
+            self.pool
+                .install(|| audit_positions(&positions, triangles, cutoff, 0, &mut report))
+        })
+        .map_err(|e| InputError::new_err(format!("positions: {e}")))?;
+        to_python(py, &report)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Simulation({:?}: {} vertices, t = {} s)",
+            self.sim.name(),
+            self.sim.state().len(),
+            self.sim.time()
+        )
+    }
+}

@@ -1,0 +1,157 @@
+//! `acm run --format ply`: binary frames that re-read to the OBJ frames' positions (as floats),
+//! the engine's velocities and the same faces, in the size the header declares.
+
+mod common;
+
+use std::path::Path;
+
+use acm::engine::{Frame, FrameSink, RunError};
+use acm::mesh::parse_obj;
+use acm::output::FrameFormat;
+use acm::Simulation;
+use common::{acm, profiles_dir};
+use glam::DVec3;
+
+/// One PLY frame, read back: the object comments, vertex records (x y z vx vy vz), faces.
+struct Ply {
+    objects: Vec<String>,
+    vertices: Vec<[f32; 6]>,
+    faces: Vec<[u32; 3]>,
+    header_bytes: usize,
+}
+
+/// A reader of exactly the layout `PlyFrames` declares; any other header fails the test.
+fn read_ply(path: &Path) -> Ply {
+    let bytes = std::fs::read(path).unwrap();
+    let end = b"end_header\n";
+    let header_bytes = bytes.windows(end.len()).position(|w| w == end).unwrap() + end.len();
+    let header = std::str::from_utf8(&bytes[..header_bytes]).unwrap();
+    let mut lines = header.lines();
+    assert_eq!(lines.next(), Some("ply"));
+    assert_eq!(lines.next(), Some("format binary_little_endian 1.0"));
+    let (mut objects, mut properties) = (Vec::new(), Vec::new());
+    let (mut n, mut m) = (None, None);
+    for line in lines {
+        let words: Vec<&str> = line.split(' ').collect();
+        match words[..] {
+            ["comment", "object", ..] => objects.push(words[2..].join(" ")),
+            ["comment", ..] | ["end_header"] => {}
+            ["element", "vertex", count] => n = Some(count.parse::<usize>().unwrap()),
+            ["element", "face", count] => m = Some(count.parse::<usize>().unwrap()),
+            ["property", "float", name] => properties.push(name.to_string()),
+            ["property", "list", "uchar", "uint", "vertex_indices"] => {}
+            _ => panic!("unexpected header line {line:?}"),
+        }
+    }
+    assert_eq!(properties, ["x", "y", "z", "vx", "vy", "vz"]);
+    let (n, m) = (n.unwrap(), m.unwrap());
+    let body = &bytes[header_bytes..];
+    assert_eq!(
+        body.len(),
+        n * 24 + m * 13,
+        "the body is what the header declares"
+    );
+    let f32_at = |k: usize| f32::from_le_bytes(body[k..k + 4].try_into().unwrap());
+    let u32_at = |k: usize| u32::from_le_bytes(body[k..k + 4].try_into().unwrap());
+    let vertices = (0..n)
+        .map(|i| std::array::from_fn(|c| f32_at(24 * i + 4 * c)))
+        .collect();
+    let faces = (0..m)
+        .map(|j| {
+            let k = n * 24 + 13 * j;
+            assert_eq!(body[k], 3, "every face is a triangle");
+            std::array::from_fn(|c| u32_at(k + 1 + 4 * c))
+        })
+        .collect();
+    Ply {
+        objects,
+        vertices,
+        faces,
+        header_bytes,
+    }
+}
+
+/// The velocities of every vertex at each frame, from the library.
+struct Velocities(Vec<Vec<DVec3>>);
+
+impl FrameSink for Velocities {
+    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
+        self.0.push(frame.simulation.state().v.clone());
+        Ok(())
+    }
+}
+
+#[test]
+fn ply_frames_hold_the_obj_frames_positions_the_velocities_and_the_faces() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("sheet_on_sphere.toml");
+    let profile = profile.to_str().unwrap();
+    for (format, out) in [("obj", "obj"), ("ply", "ply")] {
+        let run = acm(
+            dir.path(),
+            &[
+                "run", profile, "--frames", "4", "--format", format, "--out", out,
+            ],
+        );
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+    let scene = acm::scene::profile::load(profile.as_ref(), &[]).unwrap();
+    let mut sim = Simulation::new(&scene).unwrap();
+    let mut velocities = Velocities(Vec::new());
+    sim.run_until(3.0 * scene.frame_interval, &mut velocities)
+        .unwrap();
+    assert_eq!(velocities.0.len(), 4);
+    let mut moved = false;
+    for (index, v) in velocities.0.iter().enumerate() {
+        let obj_path = FrameFormat::Obj.path(&dir.path().join("obj"), index as u64);
+        let obj = parse_obj(&std::fs::read_to_string(&obj_path).unwrap(), "obj").unwrap();
+        let ply = read_ply(&FrameFormat::Ply.path(&dir.path().join("ply"), index as u64));
+        assert_eq!(ply.objects, ["sphere 0 642", "sheet 642 1024"]);
+        assert_eq!(ply.faces, obj.triangles, "the same triangles, 0-based");
+        assert_eq!(ply.vertices.len(), obj.positions.len());
+        for ((record, x), v) in ply.vertices.iter().zip(&obj.positions).zip(v) {
+            let expected = [x.x, x.y, x.z, v.x, v.y, v.z].map(|c| (c as f32).to_bits());
+            assert_eq!(record.map(f32::to_bits), expected);
+            moved |= v.length() > 1.0;
+        }
+        assert!(ply.header_bytes < 400);
+    }
+    assert!(moved, "the velocities compared are not all zero");
+}
+
+#[test]
+fn a_run_in_one_format_removes_the_other_formats_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    for format in ["obj", "ply"] {
+        let run = acm(dir.path(), &["run", "--frames", "2", "--format", format]);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let mut names: Vec<String> = std::fs::read_dir(dir.path().join("out"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("frame_"))
+            .collect();
+        names.sort();
+        assert_eq!(names, [0, 1].map(|i| format!("frame_0000{i}.{format}")));
+    }
+}
+
+#[test]
+fn an_unknown_format_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = acm(dir.path(), &["run", "--frames", "1", "--format", "abc"]);
+    assert_eq!(run.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("--format") && stderr.contains("expected obj or ply"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("out").exists(), "nothing is written");
+}
