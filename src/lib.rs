@@ -27,6 +27,7 @@ pub mod contact;
 pub mod engine;
 pub mod events;
 pub mod forces;
+pub mod implicit;
 pub mod kds;
 pub mod mesh;
 pub mod output;

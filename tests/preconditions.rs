@@ -111,6 +111,8 @@ fn the_library_refuses_an_intersecting_start() {
     assert!(e.message.contains("intersect"), "{e}");
     let e = acm::sync::SyncSimulation::new(&scene).unwrap_err();
     assert!(e.message.contains("intersect"), "{e}");
+    let e = acm::implicit::ImplicitSimulation::new(&scene).unwrap_err();
+    assert!(e.message.contains("intersect"), "{e}");
 }
 
 #[test]

@@ -82,6 +82,7 @@ fn compare_prints_a_row_per_integrator() {
         "mom. drift",
         "\nacm ",
         "\nsync (inelastic projection) ",
+        "\nimplicit ",
     ] {
         assert!(stdout.contains(needle), "{needle:?} not in:\n{stdout}");
     }

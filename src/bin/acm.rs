@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use acm::engine::{Frame, FrameSink, RunError};
+use acm::implicit::{ImplicitError, ImplicitSimulation};
 use acm::output::{write_stats, ContactCsv, EnergyCsv, FrameFormat, StepsCsv};
 use acm::profile::ZoneTotal;
 use acm::scene::profile::{self, ProfileError};
@@ -41,8 +42,9 @@ enum Command {
     Info(InfoArgs),
     /// Exact intersection audit of the frames in a directory (exit 3 if any pair intersects).
     Check(CheckArgs),
-    /// Run a profile with ACM and with the synchronous baseline (thesis ch. 3) to the same time
-    /// and print wall time, intersections, energy and momentum drift, minimum distance.
+    /// Run a profile with ACM, the synchronous baseline (thesis ch. 3) and implicit contact
+    /// handling to the same time and print wall time, intersections, energy and momentum
+    /// drift, minimum distance.
     Compare(CompareArgs),
     /// Draw PNG charts of a run's output directory: energy and momentum, penalty pairs and the
     /// deepest layer over time, and the histogram of vertex time steps.
@@ -252,21 +254,28 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     let (name, frame_interval) = (scene.name.clone(), scene.frame_interval);
     // The scene is freed once built (its meshes during the build): the simulation holds its
     // own copies.
-    let (mut acm_sim, mut sync_sim) = match scene.integrator.method {
+    let (mut acm_sim, mut sync_sim, mut implicit_sim) = match scene.integrator.method {
         Method::Acm => (
             Some(Simulation::from_scene(scene).map_err(|e| bad_scene(&file, e))?),
             None,
+            None,
         ),
-        Method::Sync if args.trace.is_some() => {
+        Method::Sync | Method::Implicit if args.trace.is_some() => {
             return Err(Failure::BadInput(
-                "--trace traces ACM's event loop; it is not available with integrator = sync"
+                "--trace traces ACM's event loop; it is not available with integrator = sync \
+                 or implicit"
                     .into(),
             ))
         }
         Method::Sync => {
             let sim = SyncSimulation::new(&scene).map_err(|e| bad_scene(&file, e))?;
             drop(scene);
-            (None, Some(sim))
+            (None, Some(sim), None)
+        }
+        Method::Implicit => {
+            let sim = ImplicitSimulation::new(&scene).map_err(|e| bad_scene(&file, e))?;
+            drop(scene);
+            (None, None, Some(sim))
         }
     };
     let path_error =
@@ -323,19 +332,13 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         sim.stop_when(&INTERRUPTED);
         let result = pool.install(|| sim.run_until(until, &mut sink));
         sink.progress.finish_and_clear();
-        let json = serde_json::to_string_pretty(sim.stats())
-            .map_err(|e| Failure::Internal(e.to_string()))?;
-        std::fs::write(&stats_path, json + "\n").map_err(stats_error)?;
+        write_json(&stats_path, sim.stats())?;
         let s = sim.stats();
         return match result {
             Ok(()) => {
                 println!(
-                    "{}: {} frames in {} ({} vertices, {:.3} s simulated, {} synchronous steps of {:.3e} s, {:.2} s wall, {:.2} s in the velocity filter)",
-                    name,
-                    s.run.frames,
-                    args.out.display(),
-                    s.run.model.vertices,
-                    s.run.simulated_seconds,
+                    "{}, {} synchronous steps of {:.3e} s, {:.2} s wall, {:.2} s in the velocity filter)",
+                    fixed_step_summary(&name, &s.run, &args.out),
                     s.steps,
                     s.step,
                     s.run.wall_seconds,
@@ -345,6 +348,32 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             }
             Err(SyncError::Run(e)) => Err(run_failure(e, &name, &args.out)),
             Err(e @ SyncError::Unresolved { .. }) => Err(Failure::BadInput(format!("{name}: {e}"))),
+        };
+    }
+    if let Some(sim) = &mut implicit_sim {
+        sim.stop_when(&INTERRUPTED);
+        let result = pool.install(|| sim.run_until(until, &mut sink));
+        sink.progress.finish_and_clear();
+        write_json(&stats_path, sim.stats())?;
+        let s = sim.stats();
+        return match result {
+            Ok(()) => {
+                println!(
+                    "{}, {} implicit steps of {:.3e} s, {} halvings, {} fail-safe uses, {:.2} s wall, {:.2} s on contact)",
+                    fixed_step_summary(&name, &s.run, &args.out),
+                    s.steps,
+                    s.step,
+                    s.halvings,
+                    s.failsafe_steps,
+                    s.run.wall_seconds,
+                    s.contact_seconds
+                );
+                Ok(())
+            }
+            Err(ImplicitError::Run(e)) => Err(run_failure(e, &name, &args.out)),
+            Err(e @ ImplicitError::Unresolved { .. }) => {
+                Err(Failure::BadInput(format!("{name}: {e}")))
+            }
         };
     }
     let Some(sim) = &mut acm_sim else {
@@ -416,7 +445,7 @@ fn compare(args: CompareArgs) -> Result<(), Failure> {
     };
     let pool = thread_pool(args.threads)?;
     let rows = pool.install(|| acm::sync::compare::compare(&scene, until));
-    println!("{}: both integrators to t = {until} s", scene.name);
+    println!("{}: three integrators to t = {until} s", scene.name);
     print!("{}", acm::sync::compare::table(&rows));
     Ok(())
 }
@@ -578,6 +607,15 @@ fn info(args: InfoArgs) -> Result<(), Failure> {
     } else {
         println!("  contact: off");
     }
+    if scene.integrator.method == Method::Implicit {
+        let sim = ImplicitSimulation::new(&scene)
+            .map_err(|e| Failure::BadInput(format!("{}: {e}", scene.name)))?;
+        let s = sim.stats();
+        println!(
+            "  integrator: implicit, step {:.3e} s, delta {} cm, friction {}",
+            s.step, s.delta, s.friction
+        );
+    }
     if scene.integrator.method == Method::Sync {
         let sync = SyncSimulation::new(&scene)
             .map_err(|e| Failure::BadInput(format!("{}: {e}", scene.name)))?;
@@ -588,6 +626,24 @@ fn info(args: InfoArgs) -> Result<(), Failure> {
         );
     }
     Ok(())
+}
+
+/// The start of a fixed-step run's summary line: frames, where, vertices, simulated time.
+fn fixed_step_summary(name: &str, run: &acm::Stats, out: &Path) -> String {
+    format!(
+        "{name}: {} frames in {} ({} vertices, {:.3} s simulated",
+        run.frames,
+        out.display(),
+        run.model.vertices,
+        run.simulated_seconds
+    )
+}
+
+/// Writes a fixed-step integrator's statistics to `path` as pretty JSON.
+fn write_json(path: &Path, stats: &impl serde::Serialize) -> Result<(), Failure> {
+    let json = serde_json::to_string_pretty(stats).map_err(|e| Failure::Internal(e.to_string()))?;
+    std::fs::write(path, json + "\n")
+        .map_err(|e| Failure::Internal(format!("{}: {e}", path.display())))
 }
 
 fn plot(dir: &Path) -> Result<(), Failure> {

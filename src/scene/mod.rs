@@ -6,6 +6,7 @@
 //! point at the file and line.
 
 mod error;
+mod implicit;
 pub mod profile;
 mod speed;
 mod sync;
@@ -16,6 +17,7 @@ use glam::DVec3;
 use crate::mesh::TriMesh;
 
 pub use error::SceneError;
+pub use implicit::ImplicitSettings;
 pub use speed::SpeedSettings;
 pub use sync::{FailSafe, Method, OnUnresolved, SyncSettings};
 
@@ -236,6 +238,8 @@ pub struct Scene {
     pub contact: ContactSettings,
     /// Parameters of the synchronous baseline (used when `integrator.method` is `Sync`).
     pub sync: SyncSettings,
+    /// Parameters of the implicit integrator (used when `integrator.method` is `Implicit`).
+    pub implicit: ImplicitSettings,
     /// The chapter-8 optimizations switched on.
     pub speed: SpeedSettings,
 }
@@ -254,6 +258,7 @@ impl Default for Scene {
             integrator: IntegratorSettings::default(),
             contact: ContactSettings::default(),
             sync: SyncSettings::default(),
+            implicit: ImplicitSettings::default(),
             speed: SpeedSettings::default(),
         }
     }

@@ -14,8 +14,9 @@ use glam::{DQuat, DVec3, EulerRot};
 use serde::Deserialize;
 
 use super::{
-    ContactSettings, FailSafe, ForceSpec, IntegratorSettings, Material, Method, OnUnresolved,
-    Scene, SceneError, SceneObject, ScriptSpec, SpeedSettings, SyncSettings, VertexSet,
+    ContactSettings, FailSafe, ForceSpec, ImplicitSettings, IntegratorSettings, Material, Method,
+    OnUnresolved, Scene, SceneError, SceneObject, ScriptSpec, SpeedSettings, SyncSettings,
+    VertexSet,
 };
 use crate::kds::BroadPhaseKind;
 use crate::mesh::{self, TriMesh};
@@ -336,6 +337,8 @@ struct ProfileFile {
     #[serde(default)]
     sync: SyncTable,
     #[serde(default)]
+    implicit: ImplicitTable,
+    #[serde(default)]
     speed: SpeedTable,
 }
 
@@ -368,6 +371,21 @@ struct IntegratorTable {
 enum MethodName {
     Acm,
     Sync,
+    Implicit,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ImplicitTable {
+    step: Option<f64>,
+    delta: Option<f64>,
+    friction: Option<f64>,
+    max_cmr_iterations: Option<u32>,
+    max_halvings: Option<u32>,
+    max_ica_iterations: Option<u32>,
+    max_pgs_sweeps: Option<u32>,
+    ica_tolerance: Option<f64>,
+    cg_tolerance: Option<f64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -680,6 +698,7 @@ impl ProfileFile {
         let integrator = IntegratorSettings {
             method: match self.integrator.method {
                 Some(MethodName::Sync) => Method::Sync,
+                Some(MethodName::Implicit) => Method::Implicit,
                 Some(MethodName::Acm) | None => Method::Acm,
             },
             safety: self.integrator.safety.unwrap_or(defaults.integrator.safety),
@@ -704,6 +723,19 @@ impl ProfileFile {
                 Some(OnUnresolvedName::Continue) => OnUnresolved::Continue,
                 Some(OnUnresolvedName::Stop) | None => OnUnresolved::Stop,
             },
+        };
+        let d = ImplicitSettings::default();
+        let t = &self.implicit;
+        let implicit = ImplicitSettings {
+            step: t.step,
+            delta: t.delta,
+            friction: t.friction,
+            max_cmr_iterations: t.max_cmr_iterations.unwrap_or(d.max_cmr_iterations),
+            max_halvings: t.max_halvings.unwrap_or(d.max_halvings),
+            max_ica_iterations: t.max_ica_iterations.unwrap_or(d.max_ica_iterations),
+            max_pgs_sweeps: t.max_pgs_sweeps.unwrap_or(d.max_pgs_sweeps),
+            ica_tolerance: t.ica_tolerance.unwrap_or(d.ica_tolerance),
+            cg_tolerance: t.cg_tolerance.unwrap_or(d.cg_tolerance),
         };
         let c = ContactSettings::default();
         let contact = ContactSettings {
@@ -734,6 +766,7 @@ impl ProfileFile {
             integrator,
             contact,
             sync,
+            implicit,
             speed: self.speed.settings(),
             ..defaults
         };

@@ -9,6 +9,8 @@ pub enum Method {
     Acm,
     /// The synchronous velocity-filter baseline of [`crate::sync`].
     Sync,
+    /// Implicit contact handling (Otaduy et al. 2009) of [`crate::implicit`].
+    Implicit,
 }
 
 /// The last stage of the velocity filter: what resolves the collisions that the iterated impulses

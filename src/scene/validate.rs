@@ -63,6 +63,7 @@ pub(super) fn scene(s: &Scene) -> Result {
         positive(clock, "integrator.clock")?;
     }
     sync(&s.sync)?;
+    implicit(&s.implicit)?;
     let c = &s.contact;
     positive(&c.eta1, "contact.eta1")?;
     positive(&c.r1, "contact.r1")?;
@@ -231,6 +232,45 @@ fn sync(s: &super::SyncSettings) -> Result {
             "sync.max_failsafe_iterations",
             "must be at least 1: the fail-safe is what makes a step collision-free",
         ));
+    }
+    Ok(())
+}
+
+fn implicit(s: &super::ImplicitSettings) -> Result {
+    for (value, path) in [(s.step, "implicit.step"), (s.delta, "implicit.delta")] {
+        if let Some(x) = &value {
+            positive(x, path)?;
+        }
+    }
+    if let Some(mu) = &s.friction {
+        non_negative(mu, "implicit.friction")?;
+    }
+    for (n, path) in [
+        (s.max_cmr_iterations, "implicit.max_cmr_iterations"),
+        (s.max_ica_iterations, "implicit.max_ica_iterations"),
+        (s.max_pgs_sweeps, "implicit.max_pgs_sweeps"),
+    ] {
+        if n == 0 {
+            return Err(SceneError::new(path, "must be at least 1"));
+        }
+    }
+    if s.max_halvings > 20 {
+        return Err(SceneError::new(
+            "implicit.max_halvings",
+            format!(
+                "must be at most 20 (2^20 sub-steps a step), got {}",
+                s.max_halvings
+            ),
+        ));
+    }
+    for (x, path) in [
+        (s.ica_tolerance, "implicit.ica_tolerance"),
+        (s.cg_tolerance, "implicit.cg_tolerance"),
+    ] {
+        positive(&x, path)?;
+        if x >= 1.0 {
+            return Err(SceneError::new(path, format!("must be below 1, got {x}")));
+        }
     }
     Ok(())
 }

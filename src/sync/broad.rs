@@ -30,7 +30,7 @@ impl Aabb {
 /// The feature pairs whose boxes (vertices at `start` and `end`, padded by `pad` each) overlap,
 /// sorted. Pairs whose four vertices are all immovable (`inv_mass == 0`) are left out: no
 /// response can change them.
-pub(super) fn candidates(
+pub(crate) fn candidates(
     prims: &Primitives,
     start: &[DVec3],
     end: &[DVec3],

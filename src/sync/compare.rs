@@ -1,4 +1,5 @@
-//! `acm compare`: one scene, both integrators, the same simulated time, one table.
+//! `acm compare`: one scene, the three integrators (ACM, the synchronous baseline, implicit
+//! contact handling), the same simulated time, one table.
 //!
 //! Each run hands its frames to an in-memory sink that audits them exactly
 //! ([`crate::check::audit_positions`]) and measures energy and momentum
@@ -9,6 +10,7 @@ use std::fmt::Write as _;
 use super::SyncSimulation;
 use crate::check::{audit_positions, measure, AuditReport, Conservation};
 use crate::engine::{Frame, FrameSink, RunError};
+use crate::implicit::ImplicitSimulation;
 use crate::scene::{FailSafe, Method, Scene};
 use crate::Simulation;
 
@@ -18,7 +20,7 @@ const DISTANCE_CUTOFF: f64 = 1.0;
 /// One integrator's line of the comparison.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CompareRow {
-    /// `acm`, or `sync` with its fail-safe.
+    /// `acm`, `sync` with its fail-safe, or `implicit`.
     pub integrator: String,
     /// Wall-clock seconds of the run (building excluded).
     pub wall_seconds: f64,
@@ -42,15 +44,15 @@ pub struct CompareRow {
     pub momentum_drift_relative: f64,
     /// `None` if the run reached the end; otherwise why it stopped.
     pub stopped: Option<String>,
-    /// For the synchronous run: how much the fail-safe had to do.
+    /// For the synchronous and implicit runs: steps, and how much the fail-safe had to do.
     pub notes: Option<String>,
 }
 
-/// Runs `scene` with ACM and with the synchronous integrator up to `until` and returns one row
-/// for each. A scene one integrator cannot build (for example, primitives closer than ACM's
+/// Runs `scene` with ACM, the synchronous integrator and the implicit integrator up to `until`
+/// and returns one row for each. A scene one integrator cannot build (for example, primitives closer than ACM's
 /// `eta1`) gives a row that says so.
 pub fn compare(scene: &Scene, until: f64) -> Vec<CompareRow> {
-    let mut rows = Vec::with_capacity(2);
+    let mut rows = Vec::with_capacity(3);
     let mut acm_scene = scene.clone();
     acm_scene.integrator.method = Method::Acm;
     let mut sink = Measure::default();
@@ -102,6 +104,39 @@ pub fn compare(scene: &Scene, until: f64) -> Vec<CompareRow> {
             row
         }
         Err(e) => Measure::default().row(name.into(), 0.0, 0.0, scene, Some(e.to_string())),
+    };
+    rows.push(row);
+    let mut implicit_scene = scene.clone();
+    implicit_scene.integrator.method = Method::Implicit;
+    let mut sink = Measure::default();
+    let row = match ImplicitSimulation::new(&implicit_scene) {
+        Ok(mut sim) => {
+            let result = sim.run_until(until, &mut sink);
+            let s = sim.stats();
+            let mut row = sink.row(
+                "implicit".into(),
+                s.run.wall_seconds,
+                s.run.simulated_seconds,
+                scene,
+                result.err().map(|e| e.to_string()),
+            );
+            row.notes = Some(format!(
+                "{} steps of {:.3e} s, {} sub-steps ({} halvings); CMR iterations per sub-step \
+                 (1, 2, ...): {:?}; fail-safe in {} sub-steps; {} ICA solves, {} outer \
+                 iterations, {} unconverged",
+                s.steps,
+                s.step,
+                s.substeps,
+                s.halvings,
+                s.cmr_iterations,
+                s.failsafe_steps,
+                s.ica_solves,
+                s.ica_outer_iterations,
+                s.ica_unconverged
+            ));
+            row
+        }
+        Err(e) => Measure::default().row("implicit".into(), 0.0, 0.0, scene, Some(e.to_string())),
     };
     rows.push(row);
     rows

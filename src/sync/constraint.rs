@@ -132,7 +132,7 @@ fn unit_or_zero(n: DVec3) -> DVec3 {
 }
 
 /// A unit vector perpendicular to `d` (or +y for a zero `d`).
-fn any_perpendicular(d: DVec3) -> DVec3 {
+pub(crate) fn any_perpendicular(d: DVec3) -> DVec3 {
     let axis = if d.x.abs() < 0.5 * d.length() {
         DVec3::X
     } else {

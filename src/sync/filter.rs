@@ -42,7 +42,7 @@ const REPULSION_SPEED_FRACTION: f64 = 0.1;
 const SEPARATION_FRACTION: f64 = 0.1;
 
 /// CCD reports a collision when the primitives come within this fraction of the thickness.
-const GAP_FRACTION: f64 = 1e-3;
+pub const GAP_FRACTION: f64 = 1e-3;
 
 /// The broad phase is rebuilt when a vertex's motion leaves the box of its motion at the last
 /// build by more than this many thicknesses.
@@ -191,19 +191,8 @@ impl Filter {
 
     /// Stage 1: repulsions, with friction, in feature order.
     fn repulse(&mut self, x: &[DVec3], v: &mut [DVec3], inv_mass: &[f64], stats: &mut FilterStats) {
-        let (h, thickness, gap) = (self.params.step, self.params.thickness, self.gap);
-        let close: Vec<Constraint> = self
-            .candidates
-            .par_iter()
-            .filter_map(|&f| {
-                let p = f.verts.map(|i| x[i as usize]);
-                if f.kind.distance(&p) >= thickness {
-                    return None;
-                }
-                let disp = f.verts.map(|i| h * v[i as usize]);
-                Some(Constraint::new(f, p, p, disp, gap))
-            })
-            .collect();
+        let (h, thickness) = (self.params.step, self.params.thickness);
+        let close = proximities(&self.candidates, x, v, h, thickness, self.gap);
         for c in &close {
             let w = c.inverse_mass(inv_mass);
             if w <= 0.0 {
@@ -276,21 +265,12 @@ impl Filter {
         let h = self.params.step;
         self.refresh(x, v, inv_mass, stats);
         stats.ccd_passes += 1;
-        let gap = self.gap;
-        self.candidates
-            .par_iter()
-            .filter_map(|&f| {
-                let start = f.verts.map(|i| x[i as usize]);
-                let disp = f.verts.map(|i| h * v[i as usize]);
-                let s = ccd::first_contact(f.kind, start, disp, gap)?;
-                let p = std::array::from_fn(|k| start[k] + s * disp[k]);
-                Some(Constraint::new(f, p, start, disp, gap))
-            })
-            .collect()
+        collisions(&self.candidates, x, v, h, self.gap)
     }
 
-    /// Stage 3: the fail-safe loop (Alg. 3).
-    fn fail_safe(
+    /// Stage 3: the fail-safe loop (Alg. 3), on its own: makes the motion `x + s h v`
+    /// collision-free by impact zones (or inelastic projection), or says why it could not.
+    pub fn fail_safe(
         &mut self,
         x: &[DVec3],
         v: &mut [DVec3],
@@ -377,4 +357,48 @@ impl Filter {
             reason,
         })
     }
+}
+
+/// The pairs of `candidates` closer than `thickness` at positions `x`, as constraints at `x`
+/// (oriented against the motion `h v` where level), in candidate order.
+pub fn proximities(
+    candidates: &[Feature],
+    x: &[DVec3],
+    v: &[DVec3],
+    h: f64,
+    thickness: f64,
+    gap: f64,
+) -> Vec<Constraint> {
+    candidates
+        .par_iter()
+        .filter_map(|&f| {
+            let p = f.verts.map(|i| x[i as usize]);
+            if f.kind.distance(&p) >= thickness {
+                return None;
+            }
+            let disp = f.verts.map(|i| h * v[i as usize]);
+            Some(Constraint::new(f, p, p, disp, gap))
+        })
+        .collect()
+}
+
+/// Every collision (coming within `gap`) of the motion `x + s h v`, `s` in `[0, 1]`, among
+/// `candidates`, as constraints at the collision time, in candidate order.
+pub fn collisions(
+    candidates: &[Feature],
+    x: &[DVec3],
+    v: &[DVec3],
+    h: f64,
+    gap: f64,
+) -> Vec<Constraint> {
+    candidates
+        .par_iter()
+        .filter_map(|&f| {
+            let start = f.verts.map(|i| x[i as usize]);
+            let disp = f.verts.map(|i| h * v[i as usize]);
+            let s = ccd::first_contact(f.kind, start, disp, gap)?;
+            let p = std::array::from_fn(|k| start[k] + s * disp[k]);
+            Some(Constraint::new(f, p, start, disp, gap))
+        })
+        .collect()
 }

@@ -15,13 +15,14 @@
 //! rigid impact zone, or a projection that does not converge). Such a step is reported, and
 //! either stops the run before it is taken or is taken and counted (`sync.on_unresolved`).
 
-mod broad;
+pub(crate) mod broad;
 pub mod ccd;
 pub mod compare;
 pub mod constraint;
 pub mod filter;
 pub mod primitives;
 pub mod projection;
+pub mod steps;
 pub mod zones;
 
 use std::sync::atomic::AtomicBool;
@@ -30,10 +31,11 @@ use std::time::Instant;
 use glam::DVec3;
 use serde::Serialize;
 
-use crate::engine::{Frame, FrameSink, RunError, Simulation, Stats};
-use crate::forces::external::{gravity_tick, ScriptedMotion};
+use crate::engine::{FrameSink, RunError, Simulation, Stats};
+use crate::forces::external::gravity_tick;
 use crate::scene::{FailSafe, Method, OnUnresolved, Scene, SceneError};
 use filter::{Filter, FilterParams, FilterStats};
+use steps::{FixedSteps, Progress, Stepper};
 
 /// Why a synchronous run stopped early.
 #[derive(Debug, thiserror::Error)]
@@ -91,11 +93,7 @@ pub struct SyncSimulation {
     sim: Simulation,
     filter: Filter,
     gravity: DVec3,
-    frame_interval: f64,
-    steps_per_frame: u64,
-    step: f64,
-    steps: u64,
-    next_frame: u64,
+    progress: Progress,
     /// Per scripted vertex: its index, script and position at time 0.
     script_origin: Vec<(u32, usize, DVec3)>,
     on_unresolved: OnUnresolved,
@@ -115,16 +113,8 @@ impl SyncSimulation {
         let mut sim = Simulation::new(&model)?;
         let s = scene.sync;
         let requested = s.step.unwrap_or(sim.stats().clocks.external);
-        let steps_per_frame = (scene.frame_interval / requested).ceil().max(1.0);
-        if steps_per_frame > 1e9 {
-            return Err(SceneError::new(
-                "sync.step",
-                format!(
-                    "{requested} s is more than 10^9 steps per frame interval; use a larger step"
-                ),
-            ));
-        }
-        let step = scene.frame_interval / steps_per_frame;
+        let clock = FixedSteps::new(scene.frame_interval, requested, "sync.step")?;
+        let step = clock.step();
         let params = FilterParams {
             step,
             thickness: s.thickness.unwrap_or(scene.contact.eta1),
@@ -135,13 +125,7 @@ impl SyncSimulation {
             failsafe: s.failsafe,
         };
         let model = sim.model_mut();
-        let script_origin = model
-            .scripts
-            .iter()
-            .enumerate()
-            .flat_map(|(k, script)| script.vertices.iter().map(move |&v| (v, k)))
-            .map(|(v, k)| (v, k, model.state.x[v as usize]))
-            .collect();
+        let script_origin = steps::script_origins(model.scripts, &model.state.x);
         let filter = Filter::new(sim.triangles(), sim.state().len(), params);
         let stats = SyncStats {
             integrator: "sync",
@@ -158,11 +142,7 @@ impl SyncSimulation {
             sim,
             filter,
             gravity: scene.gravity,
-            frame_interval: scene.frame_interval,
-            steps_per_frame: steps_per_frame as u64,
-            step,
-            steps: 0,
-            next_frame: 0,
+            progress: Progress::new(clock),
             script_origin,
             on_unresolved: s.on_unresolved,
             stats,
@@ -176,23 +156,17 @@ impl SyncSimulation {
 
     /// The step `h` (s).
     pub fn step(&self) -> f64 {
-        self.step
+        self.progress.clock.step()
     }
 
     /// The current simulated time: the end of the last step taken.
     pub fn time(&self) -> f64 {
-        self.time_of(self.steps)
+        self.progress.time()
     }
 
     /// Statistics so far.
     pub fn stats(&self) -> &SyncStats {
         &self.stats
-    }
-
-    /// The start time of step `n` (frame times are exact multiples of the frame interval).
-    fn time_of(&self, n: u64) -> f64 {
-        let frames = n / self.steps_per_frame;
-        frames as f64 * self.frame_interval + (n % self.steps_per_frame) as f64 * self.step
     }
 
     /// Stops [`Self::run_until`] between two steps once `flag` is set (see
@@ -204,59 +178,28 @@ impl SyncSimulation {
     /// Takes steps while their end is at most `until`, handing frames (at step ends that are
     /// frame times, and at time 0) to `sink`.
     pub fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), SyncError> {
-        let started = Instant::now();
-        let result = self.step_loop(until, sink);
-        let now = self.time_of(self.steps);
-        let run = &mut self.stats.run;
-        run.wall_seconds += started.elapsed().as_secs_f64();
-        run.simulated_seconds = now;
-        run.threads = rayon::current_num_threads();
+        let mut progress = self.progress;
+        let result = steps::run_until(self, &mut progress, until, sink);
+        self.progress = progress;
+        self.stats.steps = progress.steps;
         result
     }
+}
 
-    fn step_loop(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), SyncError> {
-        let slack = 1e-9 * self.step;
-        loop {
-            if self.steps % self.steps_per_frame == 0
-                && self.steps / self.steps_per_frame == self.next_frame
-                && self.time_of(self.steps) <= until + slack
-            {
-                self.write_frame(sink)?;
-            }
-            if self.time_of(self.steps + 1) > until + slack {
-                return Ok(());
-            }
-            if self.sim.stop_requested() {
-                self.stats.run.interrupted = true;
-                let time = self.time_of(self.steps);
-                return Err(RunError::Interrupted { time }.into());
-            }
-            self.take_step()?;
-        }
+impl Stepper for SyncSimulation {
+    type Error = SyncError;
+
+    fn simulation(&self) -> &Simulation {
+        &self.sim
     }
 
-    fn write_frame(&mut self, sink: &mut dyn FrameSink) -> Result<(), SyncError> {
-        let time = self.time_of(self.steps);
-        let positions = &self.sim.state().x;
-        if let Some(vertex) = positions.iter().position(|p| !p.is_finite()) {
-            return Err(RunError::Diverged { time, vertex }.into());
-        }
-        let frame = Frame {
-            index: self.next_frame,
-            time,
-            positions,
-            simulation: &self.sim,
-        };
-        sink.frame(&frame)?;
-        self.next_frame += 1;
-        self.stats.run.frames += 1;
-        Ok(())
+    fn run_stats(&mut self) -> &mut Stats {
+        &mut self.stats.run
     }
 
     /// One step: kick, script, filter, drift.
-    fn take_step(&mut self) -> Result<(), SyncError> {
-        let (t, t_next) = (self.time_of(self.steps), self.time_of(self.steps + 1));
-        let h = self.step;
+    fn take_step(&mut self, t: f64, t_next: f64) -> Result<(), SyncError> {
+        let h = self.progress.clock.step();
         let model = self.sim.model_mut();
         let state = model.state;
         model.springs.tick_all(t, h, state);
@@ -268,12 +211,13 @@ impl SyncSimulation {
         for f in model.prescribed {
             f.tick(state, t, h);
         }
-        for &(v, k, origin) in &self.script_origin {
-            let script = &model.scripts[k];
-            let (a, b) = (displacement(script, t), displacement(script, t_next));
-            state.x[v as usize] = origin + a;
-            state.v[v as usize] = (b - a) / h;
-        }
+        steps::apply_scripts(
+            &self.script_origin,
+            model.scripts,
+            (t, t_next, h),
+            &mut state.x,
+            &mut state.v,
+        );
         let filter_started = Instant::now();
         let result = self.filter.apply(
             &state.x,
@@ -297,21 +241,6 @@ impl SyncSimulation {
             *x += h * *v;
             *ti = t_next;
         }
-        self.steps += 1;
-        self.stats.steps = self.steps;
         Ok(())
     }
-}
-
-/// How far a script has moved its vertices by time `t` (they stand still before the first key).
-fn displacement(script: &ScriptedMotion, t: f64) -> DVec3 {
-    let mut d = DVec3::ZERO;
-    for (k, &(start, velocity)) in script.keys.iter().enumerate() {
-        if t <= start {
-            break;
-        }
-        let end = script.keys.get(k + 1).map_or(t, |&(next, _)| next.min(t));
-        d += (end - start) * velocity;
-    }
-    d
 }

@@ -1,0 +1,233 @@
+//! What the fixed-step integrators (the velocity filter of this module and
+//! [`crate::implicit`]) share: the step clock aligned with frames, frame output, and scripted
+//! motion over a step.
+
+use std::time::Instant;
+
+use glam::DVec3;
+
+use crate::engine::{Frame, FrameSink, RunError, Simulation, Stats};
+use crate::forces::external::ScriptedMotion;
+use crate::scene::SceneError;
+
+/// Steps of equal length `h`, the largest that divides the frame interval and is at most the
+/// requested step, counted from time 0 (frame times are exact multiples of the interval).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FixedSteps {
+    frame_interval: f64,
+    steps_per_frame: u64,
+    step: f64,
+}
+
+impl FixedSteps {
+    /// The steps for `requested` (s); `field` names the setting in errors.
+    pub fn new(frame_interval: f64, requested: f64, field: &str) -> Result<Self, SceneError> {
+        let steps_per_frame = (frame_interval / requested).ceil().max(1.0);
+        if steps_per_frame > 1e9 {
+            return Err(SceneError::new(
+                field,
+                format!(
+                    "{requested} s is more than 10^9 steps per frame interval; use a larger step"
+                ),
+            ));
+        }
+        Ok(Self {
+            frame_interval,
+            steps_per_frame: steps_per_frame as u64,
+            step: frame_interval / steps_per_frame,
+        })
+    }
+
+    /// The step `h` (s).
+    pub fn step(&self) -> f64 {
+        self.step
+    }
+
+    /// The start time of step `n`.
+    pub fn time_of(&self, n: u64) -> f64 {
+        let frames = n / self.steps_per_frame;
+        frames as f64 * self.frame_interval + (n % self.steps_per_frame) as f64 * self.step
+    }
+
+    /// The frame that the start of step `n` is, if it is one.
+    pub fn frame_at(&self, n: u64) -> Option<u64> {
+        (n % self.steps_per_frame == 0).then_some(n / self.steps_per_frame)
+    }
+}
+
+/// What is due next in a fixed-step run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Due {
+    /// Write frame `index` at `time` (the end of the last step taken).
+    Frame {
+        /// Frame number.
+        index: u64,
+        /// Its time.
+        time: f64,
+    },
+    /// Take the step from `t` to `t_next`.
+    Step {
+        /// Start of the step.
+        t: f64,
+        /// Its end.
+        t_next: f64,
+    },
+}
+
+/// Where a fixed-step run is: the steps taken and the next frame to write.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    /// The step clock.
+    pub clock: FixedSteps,
+    /// Steps taken.
+    pub steps: u64,
+    /// The next frame to write.
+    pub next_frame: u64,
+}
+
+impl Progress {
+    /// No step taken yet.
+    pub fn new(clock: FixedSteps) -> Self {
+        Self {
+            clock,
+            steps: 0,
+            next_frame: 0,
+        }
+    }
+
+    /// The end of the last step taken.
+    pub fn time(&self) -> f64 {
+        self.clock.time_of(self.steps)
+    }
+
+    /// Hands `act` the frames (at step ends that are frame times, and at time 0) and the steps
+    /// whose end is at most `until`, in order.
+    pub fn run<E>(
+        &mut self,
+        until: f64,
+        mut act: impl FnMut(Due) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let slack = 1e-9 * self.clock.step();
+        loop {
+            let time = self.time();
+            if self.clock.frame_at(self.steps) == Some(self.next_frame) && time <= until + slack {
+                act(Due::Frame {
+                    index: self.next_frame,
+                    time,
+                })?;
+                self.next_frame += 1;
+            }
+            let t_next = self.clock.time_of(self.steps + 1);
+            if t_next > until + slack {
+                return Ok(());
+            }
+            act(Due::Step { t: time, t_next })?;
+            self.steps += 1;
+        }
+    }
+}
+
+/// A fixed-step integrator, as [`run_until`] drives it.
+pub trait Stepper {
+    /// Why a run stops early.
+    type Error: From<RunError>;
+    /// The model, as frame sinks see it.
+    fn simulation(&self) -> &Simulation;
+    /// The common statistics, which the run updates.
+    fn run_stats(&mut self) -> &mut Stats;
+    /// One step from `t` to `t_next`.
+    fn take_step(&mut self, t: f64, t_next: f64) -> Result<(), Self::Error>;
+}
+
+/// Runs `stepper` from `progress` to `until` (see [`Progress::run`]), handing frames to `sink`,
+/// and records frames, wall and simulated time and threads in its statistics. Stops between two
+/// steps with [`RunError::Interrupted`] once the model's stop flag is set
+/// ([`Simulation::stop_when`]).
+pub fn run_until<S: Stepper>(
+    stepper: &mut S,
+    progress: &mut Progress,
+    until: f64,
+    sink: &mut dyn FrameSink,
+) -> Result<(), S::Error> {
+    let started = Instant::now();
+    let result = progress.run(until, |due| match due {
+        Due::Frame { index, time } => {
+            write_frame(stepper.simulation(), index, time, sink)?;
+            stepper.run_stats().frames += 1;
+            Ok(())
+        }
+        Due::Step { t, t_next } => {
+            if stepper.simulation().stop_requested() {
+                stepper.run_stats().interrupted = true;
+                return Err(RunError::Interrupted { time: t }.into());
+            }
+            stepper.take_step(t, t_next)
+        }
+    });
+    let run = stepper.run_stats();
+    run.wall_seconds += started.elapsed().as_secs_f64();
+    run.simulated_seconds = progress.time();
+    run.threads = rayon::current_num_threads();
+    result
+}
+
+/// Hands the positions of `sim` at `time` to `sink` as frame `index`, after checking that they
+/// are finite.
+pub fn write_frame(
+    sim: &Simulation,
+    index: u64,
+    time: f64,
+    sink: &mut dyn FrameSink,
+) -> Result<(), RunError> {
+    let positions = &sim.state().x;
+    if let Some(vertex) = positions.iter().position(|p| !p.is_finite()) {
+        return Err(RunError::Diverged { time, vertex });
+    }
+    sink.frame(&Frame {
+        index,
+        time,
+        positions,
+        simulation: sim,
+    })
+}
+
+/// The scripted vertices of `scripts`: each vertex's index, script and position in `x`.
+pub fn script_origins(scripts: &[ScriptedMotion], x: &[DVec3]) -> Vec<(u32, usize, DVec3)> {
+    scripts
+        .iter()
+        .enumerate()
+        .flat_map(|(k, script)| script.vertices.iter().map(move |&v| (v, k)))
+        .map(|(v, k)| (v, k, x[v as usize]))
+        .collect()
+}
+
+/// Moves the scripted vertices to their positions at `t` and gives them the average velocity
+/// of their script over `[t, t_next]`, `h = t_next - t` (so their positions at step ends are
+/// exact).
+pub fn apply_scripts(
+    origins: &[(u32, usize, DVec3)],
+    scripts: &[ScriptedMotion],
+    (t, t_next, h): (f64, f64, f64),
+    x: &mut [DVec3],
+    v: &mut [DVec3],
+) {
+    for &(i, k, origin) in origins {
+        let script = &scripts[k];
+        let (a, b) = (displacement(script, t), displacement(script, t_next));
+        x[i as usize] = origin + a;
+        v[i as usize] = (b - a) / h;
+    }
+}
+
+/// How far a script has moved its vertices by time `t` (they stand still before the first key).
+fn displacement(script: &ScriptedMotion, t: f64) -> DVec3 {
+    let mut d = DVec3::ZERO;
+    for (k, &(start, velocity)) in script.keys.iter().enumerate() {
+        if t <= start {
+            break;
+        }
+        let end = script.keys.get(k + 1).map_or(t, |&(next, _)| next.min(t));
+        d += (end - start) * velocity;
+    }
+    d
+}
