@@ -140,6 +140,15 @@ pub(crate) fn flush_thread() {
     }
 }
 
+/// Flushes this thread and every worker of the current rayon pool (a run calls it when it
+/// returns, so a trace holds the zones of the workers that ran its parallel phases).
+pub(crate) fn flush_workers() {
+    flush_thread();
+    if TRACING.load(Ordering::Relaxed) {
+        rayon::broadcast(|_| flush_thread());
+    }
+}
+
 /// A small id for the current thread, numbered in order of first use.
 fn thread_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -173,7 +182,8 @@ pub fn start_trace() {
 /// `ui.perfetto.dev` or `chrome://tracing`) to `out`. Returns the total per zone name.
 ///
 /// Zones closed on other threads reach the trace when those threads flush their buffers: every
-/// 4,096 zones, and when [`Simulation::run_until`](crate::Simulation::run_until) returns.
+/// 4,096 zones, and (the workers of the pool the run used) when
+/// [`Simulation::run_until`](crate::Simulation::run_until) returns.
 pub fn finish_trace(out: &mut dyn Write) -> std::io::Result<BTreeMap<&'static str, ZoneTotal>> {
     flush_thread();
     TRACING.store(false, Ordering::Relaxed);

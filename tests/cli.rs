@@ -182,3 +182,39 @@ fn trace_writes_a_chrome_trace_whose_event_zones_match_the_event_count() {
         "one event zone per processed event"
     );
 }
+
+#[test]
+fn trace_shows_the_parallel_phases_on_their_worker_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("drape_10k.toml");
+    let out = acm(
+        dir.path(),
+        &[
+            "run",
+            profile.to_str().unwrap(),
+            "--until",
+            "0.005",
+            "--threads",
+            "2",
+            "--trace",
+            "trace.json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("trace.json")).unwrap()).unwrap();
+    // Each rayon task of a parallel phase is a zone on the thread that ran it: the tasks of
+    // about 90 whole-mesh ticks of 12,562 vertices land on both workers.
+    let threads: std::collections::BTreeSet<u64> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "force_task")
+        .map(|e| e["tid"].as_u64().unwrap())
+        .collect();
+    assert!(threads.len() >= 2, "force tasks ran on {threads:?}");
+}

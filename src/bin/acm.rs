@@ -469,6 +469,12 @@ fn print_zone_totals(totals: &BTreeMap<&'static str, ZoneTotal>, wall: f64) {
             t.count, t.seconds
         );
     }
+    if totals.keys().any(|name| name.ends_with("_task")) {
+        eprintln!(
+            "(a *_task zone is one worker's share of a parallel phase: their times add up over \
+             the threads, so their shares can pass 100%)"
+        );
+    }
 }
 
 /// Most worker threads per logical core: more only add start-up time and memory.

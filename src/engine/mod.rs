@@ -506,7 +506,7 @@ impl Simulation {
         let started = Instant::now();
         let result = self.event_loop(until, sink);
         self.stats.wall_seconds += started.elapsed().as_secs_f64();
-        crate::profile::flush_thread();
+        crate::profile::flush_workers();
         self.refresh_stats();
         result
     }

@@ -14,6 +14,7 @@ use hashbrown::HashMap;
 use rayon::prelude::*;
 
 use crate::mesh::Csr;
+use crate::profile::zone;
 use crate::state::VertexState;
 
 /// Minimum number of elements (or vertices) per rayon task: below this, splitting costs more
@@ -261,15 +262,19 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
                     .map(|v| positions.position_at(v as usize, t));
                 kernel.tick(e, p, memory, h)
             };
+            // One zone per rayon task (opened when the task starts, closed when it ends), so
+            // a trace shows which worker ran which part of the tick.
+            let task = || zone!("force_task");
             let outs = self.impulses.par_chunks_mut(N);
             if self.memory.is_empty() {
-                (outs.enumerate().with_min_len(PAR_MIN_LEN))
-                    .for_each(|(i, out)| out.copy_from_slice(&tick(i, UNDAMPED_MEMORY).0));
+                (outs.enumerate().with_min_len(PAR_MIN_LEN)).for_each_init(task, |_, (i, out)| {
+                    out.copy_from_slice(&tick(i, UNDAMPED_MEMORY).0)
+                });
             } else {
                 (outs.zip(self.memory[range.clone()].par_iter_mut()))
                     .enumerate()
                     .with_min_len(PAR_MIN_LEN)
-                    .for_each(|(i, (out, memory))| {
+                    .for_each_init(task, |_, (i, (out, memory))| {
                         let (impulse, next) = tick(i, *memory);
                         out.copy_from_slice(&impulse);
                         *memory = next;
@@ -281,7 +286,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
                 .par_iter()
                 .enumerate()
                 .with_min_len(PAR_MIN_LEN)
-                .map(|(j, &r)| {
+                .map_init(task, |_, (j, &r)| {
                     let sum = if has_bit(&chunk.resumed, j) {
                         carried[&r]
                     } else {

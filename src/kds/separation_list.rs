@@ -38,6 +38,7 @@ use super::PAR_MIN_LEN;
 use crate::contact::PairKey;
 use crate::events::EventId;
 use crate::events::{EventQueue, SparseSlots};
+use crate::profile::zone;
 use crate::state::VertexState;
 use rayon::prelude::*;
 
@@ -780,6 +781,7 @@ impl<V: Volume> SeparationList<V> {
         let chunks: Vec<Vec<PairKey>> = items
             .par_chunks(PAR_MIN_LEN)
             .map(|chunk| {
+                let _task = zone!("list_task");
                 let mut keys = Vec::new();
                 for item in chunk {
                     each(self, item, &mut |k| keys.push(k));
@@ -800,7 +802,7 @@ impl<V: Volume> SeparationList<V> {
             chunk
                 .par_iter()
                 .with_min_len(PAR_MIN_LEN)
-                .map(|&p| self.next_certificate(p, t))
+                .map_init(|| zone!("list_task"), |_, &p| self.next_certificate(p, t))
                 .collect_into_vec(&mut when);
             for (&p, &s) in chunk.iter().zip(&when) {
                 self.queue_certificate(p, s);

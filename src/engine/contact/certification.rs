@@ -10,6 +10,7 @@ use super::pair_table::PairTable;
 use crate::contact::layers::LayerSchedule;
 use crate::events::{EventId, EventQueue};
 use crate::kds::slab::{no_budget, ClosingBudget, Slab};
+use crate::profile::zone;
 use crate::state::VertexState;
 
 /// Slabs certify a gap this much wider than the layer, so that round-off in evaluating their
@@ -190,7 +191,10 @@ impl Certifier {
             if chunk.len() >= PARALLEL_RESCHEDULE {
                 chunk
                     .par_iter()
-                    .map(|&id| this.retime(table, auditing, id, state, t))
+                    .map_init(
+                        || zone!("retime_task"),
+                        |_, &id| this.retime(table, auditing, id, state, t),
+                    )
                     .collect_into_vec(&mut retimed);
             } else {
                 retimed.clear();

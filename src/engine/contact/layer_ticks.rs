@@ -16,6 +16,7 @@ use crate::contact::{ContactKey, PairKey};
 use crate::engine::layer_events::{LayerEvents, Member};
 use crate::engine::RunError;
 use crate::events::{EventQueue, Scheduler};
+use crate::profile::zone;
 use crate::state::VertexState;
 
 /// Layer ticks with at least this many members compute their impulses on the thread pool.
@@ -186,7 +187,7 @@ impl LayerTicks {
         if members.len() >= PARALLEL_TICK {
             members
                 .par_iter()
-                .map(impulse)
+                .map_init(|| zone!("penalty_task"), |_, m| impulse(m))
                 .collect_into_vec(&mut impulses);
         } else {
             impulses.clear();
