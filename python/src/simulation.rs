@@ -166,10 +166,11 @@ impl Simulation {
             .build()
             .map_err(|e| crate::RunError::new_err(format!("cannot start the thread pool: {e}")))?;
         let scene = &scene.scene;
-        if scene.integrator.method == Method::Sync {
+        if scene.integrator.method != Method::Acm {
+            let method = format!("{:?}", scene.integrator.method).to_lowercase();
             return Err(InputError::new_err(format!(
-                "{}: integrator = sync runs from the command line (acm run); the Python module \
-                 runs ACM's event loop",
+                "{}: integrator = {method} runs from the command line (acm run); the Python \
+                 module runs ACM's event loop",
                 scene.name
             )));
         }
