@@ -1,5 +1,9 @@
 //! `acm.Simulation`: a running simulation, advanced with the GIL released.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
+use std::time::Duration;
+
 use acm::check::{audit_positions, AuditReport};
 use acm::engine::{Frame, FrameSink, RunError};
 use acm::scene::Method;
@@ -46,9 +50,55 @@ impl FrameSink for Callback<'_> {
     }
 }
 
+/// Set when Python has a signal to handle (Ctrl-C) during a run: every simulation stops between
+/// two events, and the method that ran it raises the signal's exception.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// How often the calling thread looks for signals while the engine runs.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// Whether a job on the pool has finished, for a thread that waits for it.
+#[derive(Default)]
+struct Done {
+    finished: Mutex<bool>,
+    changed: Condvar,
+}
+
+/// Marks a [`Done`] finished when dropped: when the job returns, or if it unwinds.
+struct OnDrop<'a>(&'a Done);
+
+impl Drop for OnDrop<'_> {
+    fn drop(&mut self) {
+        *self
+            .0
+            .finished
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = true;
+        self.0.changed.notify_all();
+    }
+}
+
+impl Done {
+    /// A guard that marks the job finished when it drops.
+    fn on_drop(&self) -> OnDrop<'_> {
+        OnDrop(self)
+    }
+
+    /// Waits up to `timeout` for the job to finish; says whether it has.
+    fn wait(&self, timeout: Duration) -> bool {
+        let finished = self.finished.lock().unwrap_or_else(PoisonError::into_inner);
+        let (finished, _) = self
+            .changed
+            .wait_timeout_while(finished, timeout, |f| !*f)
+            .unwrap_or_else(PoisonError::into_inner);
+        *finished
+    }
+}
+
 impl Simulation {
     /// Runs `advance` on the pool with the GIL released, handing frames to `on_frame`; a failure
-    /// becomes the callback's exception or `acm.RunError` with the command line's message.
+    /// becomes the callback's exception, the signal's (Ctrl-C: `KeyboardInterrupt`, the run
+    /// stopped between two events), or `acm.RunError` with the command line's message.
     fn advance<T: Send>(
         &mut self,
         py: Python<'_>,
@@ -60,14 +110,33 @@ impl Simulation {
             raised: None,
         };
         let (sim, pool) = (&mut self.sim, &self.pool);
-        let result = py.detach(|| pool.install(|| advance(sim, &mut sink)));
-        match (result, sink.raised) {
-            (Ok(value), _) => Ok(value),
-            (Err(_), Some(raised)) => Err(raised),
-            (Err(e), None) => Err(crate::RunError::new_err(format!(
+        let (mut result, mut signal) = (None, None);
+        let done = Done::default();
+        // The engine runs on the pool while this thread, where Python handles signals, waits.
+        pool.in_place_scope(|scope| {
+            scope.spawn(|_| {
+                let _done = done.on_drop();
+                result = Some(advance(sim, &mut sink));
+            });
+            while !py.detach(|| done.wait(SIGNAL_POLL)) {
+                if let Err(e) = py.check_signals() {
+                    signal.get_or_insert(e);
+                    STOP.store(true, Ordering::Relaxed);
+                }
+            }
+        });
+        STOP.store(false, Ordering::Relaxed);
+        match (result, signal, sink.raised) {
+            (Some(Ok(value)), None, _) => Ok(value),
+            (_, Some(signal), _) => Err(signal),
+            (Some(Err(_)), None, Some(raised)) => Err(raised),
+            (Some(Err(e)), None, None) => Err(crate::RunError::new_err(format!(
                 "{}: {e}",
                 self.sim.name()
             ))),
+            (None, None, _) => Err(crate::RunError::new_err(
+                "the engine stopped without a result",
+            )),
         }
     }
 
@@ -97,16 +166,18 @@ impl Simulation {
             .build()
             .map_err(|e| crate::RunError::new_err(format!("cannot start the thread pool: {e}")))?;
         let scene = &scene.scene;
-        if scene.integrator.method == Method::Sync {
+        if scene.integrator.method != Method::Acm {
+            let method = format!("{:?}", scene.integrator.method).to_lowercase();
             return Err(InputError::new_err(format!(
-                "{}: integrator = sync runs from the command line (acm run); the Python module \
-                 runs ACM's event loop",
+                "{}: integrator = {method} runs from the command line (acm run); the Python \
+                 module runs ACM's event loop",
                 scene.name
             )));
         }
-        let sim = py
+        let mut sim = py
             .detach(|| pool.install(|| acm::Simulation::new(scene)))
             .map_err(|e| InputError::new_err(format!("{}: {e}", scene.name)))?;
+        sim.stop_when(&STOP);
         Ok(Self { sim, pool })
     }
 

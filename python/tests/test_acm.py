@@ -1,5 +1,7 @@
 """The Python package against the command line, and on scenes built from numpy arrays."""
 
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -167,6 +169,22 @@ def test_the_frame_callbacks_exception_stops_the_run():
     assert sim.time < 0.2
 
 
+def test_ctrl_c_stops_a_run_between_two_events():
+    def on_frame(index, time, positions):
+        if index == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    sim = acm.Simulation(acm.load(PROFILE))
+    with pytest.raises(KeyboardInterrupt):
+        sim.run_until(1.0, on_frame=on_frame)
+    assert 0.04 <= sim.time < 1.0
+    assert sim.stats["interrupted"]
+    # The simulation can go on from where it stopped.
+    t = sim.time + 0.01
+    sim.run_until(t)
+    assert sim.time == t
+
+
 def test_the_engine_runs_with_the_gil_released():
     # With a long switch interval a thread keeps the GIL until it blocks or releases it, so the
     # main thread wakes while the other is still inside run_until only if the engine releases it.
@@ -210,7 +228,8 @@ def test_two_simulations_on_two_python_threads_equal_one_alone():
     [
         (lambda: acm.load(REPO / "no_such.toml"), "no_such.toml: cannot read the profile"),
         (lambda: acm.load(PROFILE, set={"object.sheet.material.density": -1.0}),
-         r"sheet_on_sphere.toml:\d+: object\[1\].material.density: must be a finite number > 0"),
+         r"sheet_on_sphere\.toml: --set object\.sheet\.material\.density=-1\.0: "
+         r"object\[1\]\.material\.density \(object \"sheet\"\): must be a finite number > 0"),
         (lambda: acm.Simulation(acm.load(PROFILE), threads=0), "threads must be at least 1"),
         (lambda: acm.Simulation(acm.load(PROFILE, set={"integrator": "sync"})),
          "sheet_on_sphere: integrator = sync runs from the command line"),
