@@ -149,30 +149,30 @@ fn info_summarises_a_profile() {
     assert!(stdout.contains("layer 1 clock"), "{stdout}");
 }
 
+/// Runs `acm run PROFILE --until UNTIL EXTRA... --trace trace.json` in a temp dir; returns the
+/// dir, the parsed trace and stderr (after checking the run succeeded).
+fn traced_run(
+    profile: &str,
+    until: &str,
+    extra: &[&str],
+) -> (tempfile::TempDir, serde_json::Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join(profile);
+    let mut args = vec!["run", profile.to_str().unwrap(), "--until", until];
+    args.extend_from_slice(extra);
+    args.extend(["--trace", "trace.json"]);
+    let out = acm(dir.path(), &args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let trace =
+        serde_json::from_slice(&std::fs::read(dir.path().join("trace.json")).unwrap()).unwrap();
+    (dir, trace, stderr)
+}
+
 #[test]
 fn trace_writes_a_chrome_trace_whose_event_zones_match_the_event_count() {
-    let dir = tempfile::tempdir().unwrap();
-    let profile = profiles_dir().join("spring_wall.toml");
-    let out = acm(
-        dir.path(),
-        &[
-            "run",
-            profile.to_str().unwrap(),
-            "--until",
-            "0.5",
-            "--trace",
-            "trace.json",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (dir, trace, stderr) = traced_run("spring_wall.toml", "0.5", &[]);
     assert!(stderr.contains("penalty"), "the phase table: {stderr}");
-    let trace: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("trace.json")).unwrap()).unwrap();
     let events = trace["traceEvents"].as_array().unwrap();
     assert!(events.iter().any(|e| e["name"] == "reschedule"));
     let stats: serde_json::Value =
@@ -185,28 +185,7 @@ fn trace_writes_a_chrome_trace_whose_event_zones_match_the_event_count() {
 
 #[test]
 fn trace_shows_the_parallel_phases_on_their_worker_threads() {
-    let dir = tempfile::tempdir().unwrap();
-    let profile = profiles_dir().join("drape_10k.toml");
-    let out = acm(
-        dir.path(),
-        &[
-            "run",
-            profile.to_str().unwrap(),
-            "--until",
-            "0.005",
-            "--threads",
-            "2",
-            "--trace",
-            "trace.json",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let trace: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("trace.json")).unwrap()).unwrap();
+    let (_dir, trace, _) = traced_run("drape_10k.toml", "0.005", &["--threads", "2"]);
     // Each rayon task of a parallel phase is a zone on the thread that ran it: the tasks of
     // about 90 whole-mesh ticks of 12,562 vertices land on both workers.
     let threads: std::collections::BTreeSet<u64> = trace["traceEvents"]
