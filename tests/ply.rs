@@ -155,3 +155,32 @@ fn an_unknown_format_is_bad_input() {
     );
     assert!(!dir.path().join("out").exists(), "nothing is written");
 }
+
+#[test]
+fn check_audits_ply_frames_and_refuses_a_mixed_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("particle_floor.toml");
+    let run = acm(
+        dir.path(),
+        &[
+            "run",
+            profile.to_str().unwrap(),
+            "--frames",
+            "3",
+            "--format",
+            "ply",
+            "--out",
+            "f",
+        ],
+    );
+    assert!(run.status.success(), "{run:?}");
+    let check = acm(dir.path(), &["check", "f"]);
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{check:?}");
+    assert!(stdout.contains("\"frames\":3"), "{stdout}");
+    // An OBJ frame beside them: two runs' frames are not one sequence.
+    std::fs::write(dir.path().join("f/frame_00003.obj"), "v 0 0 0\n").unwrap();
+    let mixed = acm(dir.path(), &["check", "f"]);
+    assert_eq!(mixed.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&mixed.stderr).contains("both frame_*.obj and frame_*.ply"));
+}

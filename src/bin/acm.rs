@@ -74,7 +74,7 @@ struct CompareArgs {
 
 #[derive(Args)]
 struct CheckArgs {
-    /// Directory holding frame_00000.obj, frame_00001.obj, ...
+    /// Directory holding the frames of one run: frame_00000.obj, ... or frame_00000.ply, ...
     dir: PathBuf,
     /// Report the minimum distance over pairs closer than this (cm).
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
@@ -671,27 +671,46 @@ fn check(args: CheckArgs) -> Result<(), Failure> {
             args.cutoff
         )));
     }
-    let mut frames: Vec<PathBuf> = std::fs::read_dir(&args.dir)
+    let listing: Vec<PathBuf> = std::fs::read_dir(&args.dir)
         .map_err(|e| bad(e.to_string()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("frame_") && n.ends_with(".obj"))
-        })
         .collect();
-    frames.sort();
-    if frames.is_empty() {
-        return Err(bad("no frame_*.obj files".into()));
-    }
+    let frames_ending = |ending: &str| {
+        let mut frames: Vec<&PathBuf> = listing
+            .iter()
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("frame_") && n.ends_with(ending))
+            })
+            .collect();
+        frames.sort();
+        frames
+    };
+    let (obj, ply) = (frames_ending(".obj"), frames_ending(".ply"));
+    let frames = match (obj.is_empty(), ply.is_empty()) {
+        (false, true) => obj,
+        (true, false) => ply,
+        (true, true) => return Err(bad("no frame_*.obj or frame_*.ply files".into())),
+        (false, false) => {
+            return Err(bad(
+                "holds both frame_*.obj and frame_*.ply files; check one run's frames".into(),
+            ))
+        }
+    };
     let mut report = acm::check::AuditReport::default();
     let mut triangles: Option<Vec<[u32; 3]>> = None;
     for (index, path) in frames.iter().enumerate() {
         let name = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|e| Failure::BadInput(format!("{name}: {e}")))?;
-        let mesh =
-            acm::mesh::parse_obj(&text, &name).map_err(|e| Failure::BadInput(e.to_string()))?;
+        let bytes = std::fs::read(path).map_err(|e| Failure::BadInput(format!("{name}: {e}")))?;
+        let mesh = if name.ends_with(".ply") {
+            acm::mesh::parse_ply(&bytes, &name)
+        } else {
+            let text = String::from_utf8(bytes)
+                .map_err(|_| Failure::BadInput(format!("{name}: not a text file")))?;
+            acm::mesh::parse_obj(&text, &name)
+        }
+        .map_err(|e| Failure::BadInput(e.to_string()))?;
         match &triangles {
             Some(t) if *t != mesh.triangles => {
                 return Err(Failure::BadInput(format!(

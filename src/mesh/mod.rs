@@ -10,6 +10,7 @@ pub mod budget;
 mod csr;
 mod generators;
 mod obj;
+mod ply;
 mod topology;
 mod validate;
 
@@ -21,6 +22,7 @@ pub type TriangleList = std::sync::Arc<[[u32; 3]]>;
 pub(crate) use generators::seeded_unit;
 pub use generators::{bed_of_nails, cylinder, icosphere, lumpy_sphere, open_box, ribbon, sheet};
 pub use obj::{parse_obj, read_obj, single_word, write_obj, write_obj_positions, ObjGroup};
+pub use ply::parse_ply;
 pub use topology::{lumped_masses, Hinge, Topology, NO_TRIANGLE};
 
 use glam::{DQuat, DVec3};
