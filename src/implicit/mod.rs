@@ -230,11 +230,7 @@ impl ImplicitSimulation {
     /// Takes steps while their end is at most `until`, handing frames (at step ends that are
     /// frame times, and at time 0) to `sink`.
     pub fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), ImplicitError> {
-        let mut progress = self.progress;
-        let result = steps::run_until(self, &mut progress, until, sink);
-        self.progress = progress;
-        self.stats.steps = progress.steps;
-        result
+        steps::run_until(self, until, sink)
     }
 
     /// One (sub-)step from `t` to `t_next`, `depth` halvings deep.
@@ -414,6 +410,14 @@ impl Stepper for ImplicitSimulation {
 
     fn run_stats(&mut self) -> &mut Stats {
         &mut self.stats.run
+    }
+
+    fn progress(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn record_steps(&mut self, steps: u64) {
+        self.stats.steps = steps;
     }
 
     fn take_step(&mut self, t: f64, t_next: f64) -> Result<(), ImplicitError> {

@@ -178,11 +178,7 @@ impl SyncSimulation {
     /// Takes steps while their end is at most `until`, handing frames (at step ends that are
     /// frame times, and at time 0) to `sink`.
     pub fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), SyncError> {
-        let mut progress = self.progress;
-        let result = steps::run_until(self, &mut progress, until, sink);
-        self.progress = progress;
-        self.stats.steps = progress.steps;
-        result
+        steps::run_until(self, until, sink)
     }
 }
 
@@ -195,6 +191,14 @@ impl Stepper for SyncSimulation {
 
     fn run_stats(&mut self) -> &mut Stats {
         &mut self.stats.run
+    }
+
+    fn progress(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn record_steps(&mut self, steps: u64) {
+        self.stats.steps = steps;
     }
 
     /// One step: kick, script, filter, drift.

@@ -135,20 +135,24 @@ pub trait Stepper {
     fn simulation(&self) -> &Simulation;
     /// The common statistics, which the run updates.
     fn run_stats(&mut self) -> &mut Stats;
+    /// Where the run is.
+    fn progress(&mut self) -> &mut Progress;
+    /// Records the number of steps taken in the integrator's own statistics.
+    fn record_steps(&mut self, steps: u64);
     /// One step from `t` to `t_next`.
     fn take_step(&mut self, t: f64, t_next: f64) -> Result<(), Self::Error>;
 }
 
-/// Runs `stepper` from `progress` to `until` (see [`Progress::run`]), handing frames to `sink`,
-/// and records frames, wall and simulated time and threads in its statistics. Stops between two
-/// steps with [`RunError::Interrupted`] once the model's stop flag is set
+/// Runs `stepper` from where it is to `until` (see [`Progress::run`]), handing frames to
+/// `sink`, and records frames, steps, wall and simulated time and threads in its statistics.
+/// Stops between two steps with [`RunError::Interrupted`] once the model's stop flag is set
 /// ([`Simulation::stop_when`]).
 pub fn run_until<S: Stepper>(
     stepper: &mut S,
-    progress: &mut Progress,
     until: f64,
     sink: &mut dyn FrameSink,
 ) -> Result<(), S::Error> {
+    let mut progress = *stepper.progress();
     let started = Instant::now();
     let result = progress.run(until, |due| match due {
         Due::Frame { index, time } => {
@@ -164,6 +168,8 @@ pub fn run_until<S: Stepper>(
             stepper.take_step(t, t_next)
         }
     });
+    *stepper.progress() = progress;
+    stepper.record_steps(progress.steps);
     let run = stepper.run_stats();
     run.wall_seconds += started.elapsed().as_secs_f64();
     run.simulated_seconds = progress.time();
