@@ -197,3 +197,123 @@ fn trace_shows_the_parallel_phases_on_their_worker_threads() {
         .collect();
     assert!(threads.len() >= 2, "force tasks ran on {threads:?}");
 }
+
+/// A 4 x 4 vertex sheet as OBJ text with a texture coordinate on every corner, listed in the
+/// reverse of the vertex order (so a writer that used vertex indices for them would differ).
+fn textured_sheet_obj() -> String {
+    let n = 4;
+    let mut text = String::new();
+    for j in 0..n {
+        for i in 0..n {
+            text += &format!("v {:?} 0.0 {:?}\n", i as f64, j as f64);
+        }
+    }
+    for k in (0..n * n).rev() {
+        let (i, j) = (k % n, k / n);
+        text += &format!("vt {:?} {:?}\n", i as f64 / 4.0, j as f64 / 4.0);
+    }
+    let uv = |v: usize| n * n - v;
+    for j in 0..n - 1 {
+        for i in 0..n - 1 {
+            let [a, b, c, d] = [
+                j * n + i,
+                j * n + i + 1,
+                (j + 1) * n + i + 1,
+                (j + 1) * n + i,
+            ];
+            let corner = |v: usize| format!("{}/{}", v + 1, uv(v));
+            text += &format!(
+                "f {} {} {} {}\n",
+                corner(a),
+                corner(d),
+                corner(c),
+                corner(b)
+            );
+        }
+    }
+    text
+}
+
+#[test]
+fn obj_frames_keep_the_input_texture_coordinates_when_every_object_has_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = textured_sheet_obj();
+    std::fs::write(dir.path().join("cloth.obj"), &input).unwrap();
+    let cloth = r#"
+[scene]
+name = "uv"
+duration = 1.0
+frame_interval = 0.01
+
+[[object]]
+name = "cloth"
+mesh = { generator = "obj", path = "cloth.obj" }
+
+[object.material]
+density = 0.001
+stretch = 1000.0
+bend = 0.1
+"#;
+    let ball = "[[object]]\nname = \"ball\"\n\
+                mesh = { generator = \"icosphere\", radius = 1.0, subdivisions = 1 }\n\
+                translate = [0.0, -10.0, 0.0]\nfixed = true\n";
+    std::fs::write(dir.path().join("textured.toml"), cloth).unwrap();
+    std::fs::write(dir.path().join("mixed.toml"), format!("{cloth}{ball}")).unwrap();
+    let expected = parse_obj(&input, "cloth.obj").unwrap();
+    assert!(expected.uvs.is_some());
+    let vt_lines = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with("vt "))
+            .map(String::from)
+            .collect()
+    };
+    for (profile, out) in [("textured.toml", "textured"), ("mixed.toml", "mixed")] {
+        let run = acm(dir.path(), &["run", profile, "--frames", "3", "--out", out]);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let check = acm(dir.path(), &["check", out]);
+        assert_eq!(
+            check.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+    for index in 0..3 {
+        let frame = read_frame(&dir.path().join("textured"), index);
+        assert_eq!(frame.triangles, expected.triangles);
+        assert_eq!(
+            frame.uvs, expected.uvs,
+            "the same vt lines and face references"
+        );
+        let text =
+            std::fs::read_to_string(acm::output::frame_path(&dir.path().join("textured"), index))
+                .unwrap();
+        assert_eq!(vt_lines(&text), vt_lines(&input));
+        let mixed =
+            std::fs::read_to_string(acm::output::frame_path(&dir.path().join("mixed"), index))
+                .unwrap();
+        assert!(
+            vt_lines(&mixed).is_empty() && !mixed.contains('/'),
+            "a generated object has no UVs, so no object gets any"
+        );
+        assert_eq!(read_frame(&dir.path().join("mixed"), index).uvs, None);
+    }
+    // A malformed `vt` line or reference is bad input naming the file and the line.
+    for (bad, line) in [
+        (input.replacen("vt 0.75", "vt zero", 1), 17),
+        (input.replacen("/16 ", "/17 ", 1), 33),
+    ] {
+        std::fs::write(dir.path().join("cloth.obj"), bad).unwrap();
+        let run = acm(
+            dir.path(),
+            &["run", "textured.toml", "--frames", "2", "--out", "bad"],
+        );
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(&format!("cloth.obj:{line}:")), "{stderr}");
+    }
+}

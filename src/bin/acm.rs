@@ -236,7 +236,7 @@ fn bad_scene(source: &str, e: SceneError) -> Failure {
 }
 
 fn run(args: RunArgs) -> Result<(), Failure> {
-    let scene = load(args.profile.as_deref(), &args.overrides)?;
+    let mut scene = load(args.profile.as_deref(), &args.overrides)?;
     let file = source(args.profile.as_deref());
     let until = match (args.frames, args.until) {
         (Some(0), _) => return Err(Failure::BadInput("--frames must be at least 1".into())),
@@ -252,6 +252,12 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     let pool = thread_pool(args.threads)?;
     // Build before touching the output directory, so bad input leaves it as it was.
     let (name, frame_interval) = (scene.name.clone(), scene.frame_interval);
+    // Texture coordinates go to the frames, not to the simulation.
+    let uvs: Vec<_> = scene
+        .objects
+        .iter_mut()
+        .map(|o| o.mesh.uvs.take())
+        .collect();
     // The scene is freed once built (its meshes during the build): the simulation holds its
     // own copies.
     let (mut acm_sim, mut sync_sim, mut implicit_sim) = match scene.integrator.method {
@@ -302,7 +308,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         |e: std::io::Error| Failure::Internal(format!("{}: {e}", stats_path.display()));
     stop_on_ctrl_c();
     let io = |e: std::io::Error| Failure::BadInput(format!("{}: {e}", args.out.display()));
-    let frames = args.format.create(&args.out).map_err(io)?;
+    let frames = args.format.create(&args.out, uvs).map_err(io)?;
     let (contact_path, steps_path) = (args.out.join("contact.csv"), args.out.join("steps.csv"));
     let (contact, steps) = if acm_sim.is_some() {
         (

@@ -1,6 +1,7 @@
 //! Triangle meshes: the raw [`TriMesh`], validation with teaching errors ([`MeshError`]),
-//! derived connectivity ([`Topology`], [`Csr`], [`Hinge`]), lumped masses, a small OBJ reader
-//! and writer, and deterministic generators for the standard test shapes.
+//! derived connectivity ([`Topology`], [`Csr`], [`Hinge`]), lumped masses, texture
+//! coordinates ([`Uvs`]), a small OBJ reader and writer, and deterministic generators for the
+//! standard test shapes.
 //!
 //! Conventions: positions are `f64` ([`DVec3`]), vertex indices are `u32`, triangles are
 //! counter-clockwise seen from the side their normal points to (the "outward" or "up" side).
@@ -12,6 +13,7 @@ mod generators;
 mod obj;
 mod ply;
 mod topology;
+mod uv;
 mod validate;
 
 pub use csr::Csr;
@@ -24,6 +26,7 @@ pub use generators::{bed_of_nails, cylinder, icosphere, lumpy_sphere, open_box, 
 pub use obj::{parse_obj, read_obj, single_word, write_obj, write_obj_positions, ObjGroup};
 pub use ply::parse_ply;
 pub use topology::{lumped_masses, Hinge, Topology, NO_TRIANGLE};
+pub use uv::Uvs;
 
 use glam::{DQuat, DVec3};
 
@@ -37,14 +40,19 @@ pub struct TriMesh {
     pub positions: Vec<DVec3>,
     /// Triangles as 0-based vertex indices, counter-clockwise seen from the normal side.
     pub triangles: Vec<[u32; 3]>,
+    /// Texture coordinates, when the mesh was read from an OBJ file that gives one on every
+    /// face corner; `None` for generated meshes. The simulation ignores them; OBJ frames carry
+    /// them.
+    pub uvs: Option<Uvs>,
 }
 
 impl TriMesh {
-    /// Wraps positions and triangles; does not validate.
+    /// Wraps positions and triangles (no texture coordinates); does not validate.
     pub fn new(positions: Vec<DVec3>, triangles: Vec<[u32; 3]>) -> Self {
         Self {
             positions,
             triangles,
+            uvs: None,
         }
     }
 
@@ -64,7 +72,8 @@ impl TriMesh {
     /// Returns a copy with every position mapped `x -> rotation * (scale * x) + translation`.
     ///
     /// When the scale is a mirror (an odd number of negative components) the winding of every
-    /// triangle is reversed as well, so that normals keep pointing to the mapped outward side.
+    /// triangle (and of its texture coordinates) is reversed as well, so that normals keep
+    /// pointing to the mapped outward side.
     pub fn transformed(&self, scale: DVec3, rotation: DQuat, translation: DVec3) -> TriMesh {
         let positions = self
             .positions
@@ -72,14 +81,20 @@ impl TriMesh {
             .map(|&x| rotation * (scale * x) + translation)
             .collect();
         let mirror = scale.x * scale.y * scale.z < 0.0;
-        let triangles = if mirror {
-            self.triangles.iter().map(|&[a, b, c]| [a, c, b]).collect()
-        } else {
-            self.triangles.clone()
+        let wound = |corners: &[[u32; 3]]| -> Vec<[u32; 3]> {
+            if mirror {
+                corners.iter().map(|&[a, b, c]| [a, c, b]).collect()
+            } else {
+                corners.to_vec()
+            }
         };
         TriMesh {
             positions,
-            triangles,
+            triangles: wound(&self.triangles),
+            uvs: self.uvs.as_ref().map(|uvs| Uvs {
+                coords: uvs.coords.clone(),
+                corners: wound(&uvs.corners),
+            }),
         }
     }
 
@@ -109,9 +124,14 @@ impl TriMesh {
     }
 
     /// Appends `other` (its indices offset past this mesh's vertices); returns that vertex offset.
+    /// The result keeps texture coordinates only when both meshes have them.
     ///
     /// The caller is responsible for keeping the total vertex count below `u32::MAX`.
     pub fn append(&mut self, other: &TriMesh) -> u32 {
+        match (&mut self.uvs, &other.uvs) {
+            (Some(mine), Some(theirs)) => mine.append(theirs),
+            _ => self.uvs = None,
+        }
         let offset = self.positions.len() as u32;
         self.positions.extend_from_slice(&other.positions);
         self.triangles.extend(
@@ -293,6 +313,24 @@ mod tests {
         assert!((t.positions[1] - DVec3::new(0.0, 2.0, 3.0)).length() < 1e-15);
         assert!((t.positions[2] - DVec3::new(0.0, 0.0, 4.0)).length() < 1e-15);
         assert_eq!(t.triangles, m.triangles);
+    }
+
+    #[test]
+    fn mirroring_reverses_the_texture_corners_with_the_triangles() {
+        let mut m = test_square();
+        m.uvs = Some(Uvs {
+            coords: vec![glam::DVec2::ZERO; 4],
+            corners: vec![[0, 1, 2], [0, 2, 3]],
+        });
+        let mirrored = m.transformed(DVec3::new(-1.0, 1.0, 1.0), DQuat::IDENTITY, DVec3::ZERO);
+        assert_eq!(mirrored.triangles, vec![[0, 2, 1], [0, 3, 2]]);
+        assert_eq!(mirrored.uvs.unwrap().corners, mirrored.triangles);
+        let moved = m.transformed(DVec3::ONE, DQuat::IDENTITY, DVec3::X);
+        assert_eq!(moved.uvs, m.uvs);
+        // Appending a mesh without texture coordinates drops them.
+        let mut both = m.clone();
+        both.append(&test_square());
+        assert_eq!(both.uvs, None);
     }
 
     #[test]

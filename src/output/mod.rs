@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::engine::{FrameSink, Stats};
+use crate::mesh::Uvs;
 
 /// The file format of a frame sequence (`acm run --format`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -49,9 +50,15 @@ impl FrameFormat {
 
     /// A writer of frames in this format into `dir`, created if missing. Frame files of an
     /// earlier run, in any format, are removed so the directory holds one consistent sequence.
-    pub fn create(self, dir: &Path) -> std::io::Result<Box<dyn FrameSink + Send>> {
+    /// `uvs` are the objects' texture coordinates in the scene's order ([`ObjFrames`] writes
+    /// them; PLY frames carry none).
+    pub fn create(
+        self,
+        dir: &Path,
+        uvs: Vec<Option<Uvs>>,
+    ) -> std::io::Result<Box<dyn FrameSink + Send>> {
         Ok(match self {
-            Self::Obj => Box::new(ObjFrames::create(dir)?),
+            Self::Obj => Box::new(ObjFrames::create(dir, uvs)?),
             Self::Ply => Box::new(PlyFrames::create(dir)?),
         })
     }

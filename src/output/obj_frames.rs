@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use crate::engine::{Frame, FrameSink, RunError};
-use crate::mesh::write_obj_positions;
+use crate::mesh::{write_obj_positions, ObjGroup, Uvs};
 
 use super::FrameFormat;
 
@@ -15,21 +15,27 @@ pub fn frame_path(dir: &Path, index: u64) -> PathBuf {
     FrameFormat::Obj.path(dir, index)
 }
 
-/// Writes each frame as an OBJ holding every object (`o name` groups, global 1-based indices).
+/// Writes each frame as an OBJ holding every object (`o name` groups, global 1-based indices),
+/// with the objects' texture coordinates when every object has them (see
+/// [`write_obj_positions`]).
 #[derive(Debug)]
 pub struct ObjFrames {
     dir: PathBuf,
     /// Per object: name, vertices and triangles (ranges of the simulation's).
     objects: Vec<(String, Range<usize>, Range<usize>)>,
+    /// Per object, in the scene's order: its texture coordinates, if any.
+    uvs: Vec<Option<Uvs>>,
 }
 
 impl ObjFrames {
-    /// Prepares `dir` as [`FrameFormat::create`] does.
-    pub fn create(dir: &Path) -> std::io::Result<Self> {
+    /// Prepares `dir` as [`FrameFormat::create`] does; `uvs` are the objects' texture
+    /// coordinates in the scene's order (empty when there are none).
+    pub fn create(dir: &Path, uvs: Vec<Option<Uvs>>) -> std::io::Result<Self> {
         super::clear_frames(dir)?;
         Ok(Self {
             dir: dir.to_path_buf(),
             objects: Vec::new(),
+            uvs,
         })
     }
 
@@ -60,13 +66,19 @@ impl FrameSink for ObjFrames {
         let groups: Vec<_> = self
             .objects
             .iter()
-            .map(|(name, vertices, tris)| {
-                (
-                    name.as_str(),
-                    &frame.positions[vertices.clone()],
-                    &triangles[tris.clone()],
-                    vertices.start as u32,
-                )
+            .enumerate()
+            .map(|(i, (name, vertices, tris))| ObjGroup {
+                name: name.as_str(),
+                positions: &frame.positions[vertices.clone()],
+                triangles: &triangles[tris.clone()],
+                first: vertices.start as u32,
+                // Coordinates that do not match the object's triangles (not the scene's
+                // objects) are not written.
+                uvs: self
+                    .uvs
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .filter(|uvs| uvs.corners.len() == tris.len()),
             })
             .collect();
         let mut w = BufWriter::new(File::create(FrameFormat::Obj.path(&self.dir, frame.index))?);
