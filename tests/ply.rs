@@ -1,26 +1,29 @@
-//! `acm run --format ply`: binary frames that re-read to the OBJ frames' positions (as floats),
-//! the engine's velocities and the same faces, in the size the header declares.
+//! `acm run --format ply` and `ply-faces`: binary frames that re-read to the OBJ frames'
+//! positions (as floats), the engine's velocities and the same triangles, in the size the
+//! header declares.
 
 mod common;
 
 use std::path::Path;
 
 use acm::engine::{Frame, FrameSink, RunError};
-use acm::mesh::parse_obj;
+use acm::mesh::{parse_obj, strip_triangles};
 use acm::output::FrameFormat;
 use acm::Simulation;
 use common::{acm, profiles_dir};
 use glam::DVec3;
 
-/// One PLY frame, read back: the object comments, vertex records (x y z vx vy vz), faces.
+/// One PLY frame, read back: the object comments, vertex records (x y z vx vy vz), triangles
+/// (from a `face` list or decoded from `tristrips`), file size.
 struct Ply {
     objects: Vec<String>,
     vertices: Vec<[f32; 6]>,
     faces: Vec<[u32; 3]>,
     header_bytes: usize,
+    file_bytes: usize,
 }
 
-/// A reader of exactly the layout `PlyFrames` declares; any other header fails the test.
+/// A reader of exactly the layouts `PlyFrames` declares; any other header fails the test.
 fn read_ply(path: &Path) -> Ply {
     let bytes = std::fs::read(path).unwrap();
     let end = b"end_header\n";
@@ -30,7 +33,7 @@ fn read_ply(path: &Path) -> Ply {
     assert_eq!(lines.next(), Some("ply"));
     assert_eq!(lines.next(), Some("format binary_little_endian 1.0"));
     let (mut objects, mut properties) = (Vec::new(), Vec::new());
-    let (mut n, mut m) = (None, None);
+    let (mut n, mut m, mut strips) = (None, None, false);
     for line in lines {
         let words: Vec<&str> = line.split(' ').collect();
         match words[..] {
@@ -38,37 +41,69 @@ fn read_ply(path: &Path) -> Ply {
             ["comment", ..] | ["end_header"] => {}
             ["element", "vertex", count] => n = Some(count.parse::<usize>().unwrap()),
             ["element", "face", count] => m = Some(count.parse::<usize>().unwrap()),
+            ["element", "tristrips", "1"] => strips = true,
             ["property", "float", name] => properties.push(name.to_string()),
-            ["property", "list", "uchar", "uint", "vertex_indices"] => {}
+            ["property", "list", "uchar", "uint", "vertex_indices"] if m.is_some() => {}
+            ["property", "list", "uint", "int", "vertex_indices"] if strips => {}
             _ => panic!("unexpected header line {line:?}"),
         }
     }
     assert_eq!(properties, ["x", "y", "z", "vx", "vy", "vz"]);
-    let (n, m) = (n.unwrap(), m.unwrap());
+    let n = n.unwrap();
     let body = &bytes[header_bytes..];
-    assert_eq!(
-        body.len(),
-        n * 24 + m * 13,
-        "the body is what the header declares"
-    );
     let f32_at = |k: usize| f32::from_le_bytes(body[k..k + 4].try_into().unwrap());
     let u32_at = |k: usize| u32::from_le_bytes(body[k..k + 4].try_into().unwrap());
     let vertices = (0..n)
         .map(|i| std::array::from_fn(|c| f32_at(24 * i + 4 * c)))
         .collect();
-    let faces = (0..m)
-        .map(|j| {
-            let k = n * 24 + 13 * j;
-            assert_eq!(body[k], 3, "every face is a triangle");
-            std::array::from_fn(|c| u32_at(k + 1 + 4 * c))
-        })
-        .collect();
+    let faces = match m {
+        Some(m) => {
+            assert_eq!(
+                body.len(),
+                n * 24 + m * 13,
+                "the body is what the header declares"
+            );
+            (0..m)
+                .map(|j| {
+                    let k = n * 24 + 13 * j;
+                    assert_eq!(body[k], 3, "every face is a triangle");
+                    std::array::from_fn(|c| u32_at(k + 1 + 4 * c))
+                })
+                .collect()
+        }
+        None => {
+            assert!(strips, "a face or a tristrips element");
+            let count = u32_at(24 * n) as usize;
+            assert_eq!(
+                body.len(),
+                n * 24 + 4 + 4 * count,
+                "the body is what the header declares"
+            );
+            let list: Vec<u32> = (0..count).map(|i| u32_at(24 * n + 4 + 4 * i)).collect();
+            strip_triangles(&list)
+        }
+    };
     Ply {
         objects,
         vertices,
         faces,
         header_bytes,
+        file_bytes: bytes.len(),
     }
+}
+
+/// `triangles` each rotated to start at its smallest vertex, sorted: equal for two lists of
+/// the same triangles with the same windings.
+fn canonical(triangles: &[[u32; 3]]) -> Vec<[u32; 3]> {
+    let mut out: Vec<[u32; 3]> = triangles
+        .iter()
+        .map(|t| {
+            let first = (0..3).min_by_key(|&k| t[k]).unwrap();
+            std::array::from_fn(|k| t[(first + k) % 3])
+        })
+        .collect();
+    out.sort_unstable();
+    out
 }
 
 /// The velocities of every vertex at each frame, from the library.
@@ -86,11 +121,11 @@ fn ply_frames_hold_the_obj_frames_positions_the_velocities_and_the_faces() {
     let dir = tempfile::tempdir().unwrap();
     let profile = profiles_dir().join("sheet_on_sphere.toml");
     let profile = profile.to_str().unwrap();
-    for (format, out) in [("obj", "obj"), ("ply", "ply")] {
+    for format in ["obj", "ply", "ply-faces"] {
         let run = acm(
             dir.path(),
             &[
-                "run", profile, "--frames", "4", "--format", format, "--out", out,
+                "run", profile, "--frames", "4", "--format", format, "--out", format,
             ],
         );
         assert!(
@@ -109,16 +144,30 @@ fn ply_frames_hold_the_obj_frames_positions_the_velocities_and_the_faces() {
     for (index, v) in velocities.0.iter().enumerate() {
         let obj_path = FrameFormat::Obj.path(&dir.path().join("obj"), index as u64);
         let obj = parse_obj(&std::fs::read_to_string(&obj_path).unwrap(), "obj").unwrap();
-        let ply = read_ply(&FrameFormat::Ply.path(&dir.path().join("ply"), index as u64));
-        assert_eq!(ply.objects, ["sphere 0 642", "sheet 642 1024"]);
-        assert_eq!(ply.faces, obj.triangles, "the same triangles, 0-based");
-        assert_eq!(ply.vertices.len(), obj.positions.len());
-        for ((record, x), v) in ply.vertices.iter().zip(&obj.positions).zip(v) {
-            let expected = [x.x, x.y, x.z, v.x, v.y, v.z].map(|c| (c as f32).to_bits());
-            assert_eq!(record.map(f32::to_bits), expected);
-            moved |= v.length() > 1.0;
+        let faces = read_ply(&FrameFormat::Ply.path(&dir.path().join("ply-faces"), index as u64));
+        let strips = read_ply(&FrameFormat::Ply.path(&dir.path().join("ply"), index as u64));
+        assert_eq!(
+            faces.faces, obj.triangles,
+            "the same triangles, 0-based, in order"
+        );
+        assert_eq!(
+            canonical(&strips.faces),
+            canonical(&obj.triangles),
+            "strips hold every triangle once, with its winding"
+        );
+        for ply in [&faces, &strips] {
+            assert_eq!(ply.objects, ["sphere 0 642", "sheet 642 1024"]);
+            assert_eq!(ply.vertices.len(), obj.positions.len());
+            for ((record, x), v) in ply.vertices.iter().zip(&obj.positions).zip(v) {
+                let expected = [x.x, x.y, x.z, v.x, v.y, v.z].map(|c| (c as f32).to_bits());
+                assert_eq!(record.map(f32::to_bits), expected);
+                moved |= v.length() > 1.0;
+            }
+            assert!(ply.header_bytes < 400);
         }
-        assert!(ply.header_bytes < 400);
+        let per_vertex = |ply: &Ply| ply.file_bytes as f64 / ply.vertices.len() as f64;
+        assert!(per_vertex(&strips) <= 40.0, "{}", per_vertex(&strips));
+        assert!(per_vertex(&faces) > 45.0, "{}", per_vertex(&faces));
     }
     assert!(moved, "the velocities compared are not all zero");
 }
@@ -150,7 +199,7 @@ fn an_unknown_format_is_bad_input() {
     assert_eq!(run.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
-        stderr.contains("--format") && stderr.contains("expected obj or ply"),
+        stderr.contains("--format") && stderr.contains("expected obj, ply or ply-faces"),
         "{stderr}"
     );
     assert!(!dir.path().join("out").exists(), "nothing is written");

@@ -89,8 +89,10 @@ struct RunArgs {
     /// steps.csv.
     #[arg(long, default_value = "out")]
     out: PathBuf,
-    /// Frame files: obj (text, positions) or ply (binary, float positions and velocities).
-    #[arg(long, default_value = "obj", value_name = "obj|ply")]
+    /// Frame files: obj (text, positions, the input's UVs), ply (binary, float positions and
+    /// velocities, triangle strips) or ply-faces (the same with a face list, for PLY readers
+    /// without tristrips).
+    #[arg(long, default_value = "obj", value_name = "obj|ply|ply-faces")]
     format: FrameFormat,
     /// Stop after this many frames (the frame at t = 0 counts).
     #[arg(long, conflicts_with = "until", allow_negative_numbers = true)]

@@ -12,6 +12,7 @@ mod csr;
 mod generators;
 mod obj;
 mod ply;
+mod strip;
 mod topology;
 mod uv;
 mod validate;
@@ -25,6 +26,7 @@ pub(crate) use generators::seeded_unit;
 pub use generators::{bed_of_nails, cylinder, icosphere, lumpy_sphere, open_box, ribbon, sheet};
 pub use obj::{parse_obj, read_obj, single_word, write_obj, write_obj_positions, ObjGroup};
 pub use ply::parse_ply;
+pub use strip::{strip_triangles, triangle_strips, RESTART};
 pub use topology::{lumped_masses, Hinge, Topology, NO_TRIANGLE};
 pub use uv::Uvs;
 

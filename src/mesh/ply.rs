@@ -1,12 +1,13 @@
 //! Reading the binary PLY frames acm writes (`acm run --format ply`), for `acm check`.
 
-use super::{MeshError, TriMesh};
+use super::{strip_triangles, MeshError, TriMesh};
 
 /// Parses a binary little-endian PLY of triangles: `element vertex` with `float` properties
-/// (`x`, `y` and `z` among them; velocities or others are skipped) and `element face` with one
-/// `list uchar uint` (or `int`) property of three indices per face, in that element order.
-/// Positions are widened from `f32`. `path_for_errors` names the file in errors; header errors
-/// give the header's line.
+/// (`x`, `y` and `z` among them; velocities or others are skipped), then either
+/// `element face` with one `list uchar uint` (or `int`) property of three indices per face, or
+/// `element tristrips 1` with one `list uint int` (or `uint`, `int` counts) property: triangle
+/// strips separated by `-1` (see [`strip_triangles`]). Positions are widened from `f32`.
+/// `path_for_errors` names the file in errors; header errors give the header's line.
 pub fn parse_ply(bytes: &[u8], path_for_errors: &str) -> Result<TriMesh, MeshError> {
     let parse_error = |line: usize, message: &str| MeshError::Parse {
         path: path_for_errors.to_string(),
@@ -22,29 +23,25 @@ pub fn parse_ply(bytes: &[u8], path_for_errors: &str) -> Result<TriMesh, MeshErr
     let header = std::str::from_utf8(&bytes[..header_len])
         .map_err(|_| parse_error(1, "the header is not text"))?;
     let layout = Layout::read(header).map_err(|(line, m)| parse_error(line, &m))?;
+    let body_error = |message: &str| parse_error(header.lines().count(), message);
     let body = &bytes[header_len..];
     let vertex_bytes = 4 * layout.properties;
-    let face_bytes = 1 + 4 * 3;
-    let needed = layout.vertices.checked_mul(vertex_bytes).and_then(|v| {
-        layout
-            .faces
-            .checked_mul(face_bytes)
-            .and_then(|f| v.checked_add(f))
-    });
-    if needed != Some(body.len()) {
-        return Err(parse_error(
-            header.lines().count(),
-            &format!(
-                "the header declares {} vertices of {vertex_bytes} bytes and {} triangles, but \
-                 {} bytes follow it",
+    let vertices_end = layout
+        .vertices
+        .checked_mul(vertex_bytes)
+        .filter(|&end| end <= body.len())
+        .ok_or_else(|| {
+            body_error(&format!(
+                "the header declares {} vertices of {vertex_bytes} bytes, but {} bytes follow it",
                 layout.vertices,
-                layout.faces,
                 body.len()
-            ),
-        ));
-    }
+            ))
+        })?;
     let f32_at = |offset: usize| {
         f32::from_le_bytes(body[offset..offset + 4].try_into().expect("4 bytes")) as f64
+    };
+    let u32_at = |bytes: &[u8], offset: usize| {
+        u32::from_le_bytes(bytes[offset..offset + 4].try_into().expect("4 bytes"))
     };
     let positions = (0..layout.vertices)
         .map(|v| {
@@ -52,31 +49,64 @@ pub fn parse_ply(bytes: &[u8], path_for_errors: &str) -> Result<TriMesh, MeshErr
             glam::DVec3::from_array(layout.xyz.map(|p| f32_at(base + 4 * p)))
         })
         .collect();
-    let faces = &body[layout.vertices * vertex_bytes..];
-    let mut triangles = Vec::with_capacity(layout.faces);
-    for (f, record) in faces.chunks_exact(face_bytes).enumerate() {
-        if record[0] != 3 {
-            return Err(parse_error(
-                header.lines().count(),
-                &format!("face {f} has {} vertices; acm reads triangles", record[0]),
-            ));
+    let rest = &body[vertices_end..];
+    let triangles = match layout.topology {
+        Topology::Faces(faces) => {
+            const FACE_BYTES: usize = 1 + 4 * 3;
+            if faces.checked_mul(FACE_BYTES) != Some(rest.len()) {
+                return Err(body_error(&format!(
+                    "the header declares {faces} triangles of {FACE_BYTES} bytes after the \
+                     vertices, but {} bytes follow them",
+                    rest.len()
+                )));
+            }
+            let mut triangles = Vec::with_capacity(faces);
+            for (f, record) in rest.chunks_exact(FACE_BYTES).enumerate() {
+                if record[0] != 3 {
+                    return Err(body_error(&format!(
+                        "face {f} has {} vertices; acm reads triangles",
+                        record[0]
+                    )));
+                }
+                triangles.push(std::array::from_fn(|k| u32_at(record, 1 + 4 * k)));
+            }
+            triangles
         }
-        let index = |k: usize| {
-            u32::from_le_bytes(record[1 + 4 * k..5 + 4 * k].try_into().expect("4 bytes"))
-        };
-        let t = [index(0), index(1), index(2)];
-        if let Some(&v) = t.iter().find(|&&v| v as usize >= layout.vertices) {
-            return Err(parse_error(
-                header.lines().count(),
-                &format!(
-                    "face {f} refers to vertex {v}, but there are {} vertices",
-                    layout.vertices
-                ),
-            ));
+        Topology::Strips => {
+            let count = (rest.len() >= 4).then(|| u32_at(rest, 0) as usize);
+            if count.and_then(|c| c.checked_mul(4)) != Some(rest.len().saturating_sub(4)) {
+                return Err(body_error(&format!(
+                    "the tristrips list does not fill the {} bytes after the vertices",
+                    rest.len()
+                )));
+            }
+            let strips: Vec<u32> = (4..rest.len())
+                .step_by(4)
+                .map(|k| u32_at(rest, k))
+                .collect();
+            strip_triangles(&strips)
         }
-        triangles.push(t);
+    };
+    let bad = triangles.iter().enumerate().find_map(|(f, t)| {
+        t.iter()
+            .find(|&&v| v as usize >= layout.vertices)
+            .map(|&v| (f, v))
+    });
+    if let Some((f, v)) = bad {
+        return Err(body_error(&format!(
+            "triangle {f} refers to vertex {v}, but there are {} vertices",
+            layout.vertices
+        )));
     }
     Ok(TriMesh::new(positions, triangles))
+}
+
+/// How a header stores the triangles.
+enum Topology {
+    /// `element face N`: `N` triangles, each a `uchar` count and three 4-byte indices.
+    Faces(usize),
+    /// `element tristrips 1`: one list of strip indices.
+    Strips,
 }
 
 /// What a header declares.
@@ -86,16 +116,16 @@ struct Layout {
     properties: usize,
     /// The indices of `x`, `y` and `z` among them.
     xyz: [usize; 3],
-    faces: usize,
+    topology: Topology,
 }
 
 impl Layout {
     /// Reads `header` (up to `end_header`); an error gives its 1-based line.
     fn read(header: &str) -> Result<Layout, (usize, String)> {
         let mut vertices = None;
-        let mut faces = None;
+        let mut topology = None;
         let mut names: Vec<&str> = Vec::new();
-        let mut face_list = false;
+        let mut list = false;
         for (i, line) in header.lines().enumerate() {
             let no = i + 1;
             let words: Vec<&str> = line.split_whitespace().collect();
@@ -108,19 +138,28 @@ impl Layout {
                     return Err((no, "only binary_little_endian 1.0 is read".into()));
                 }
                 ["comment", ..] | ["obj_info", ..] | ["end_header"] => {}
-                ["element", "vertex", n] if vertices.is_none() && faces.is_none() => {
+                ["element", "vertex", n] if vertices.is_none() && topology.is_none() => {
                     vertices = Some(n.parse().map_err(|_| (no, format!("bad count {n:?}")))?);
                 }
-                ["element", "face", n] if vertices.is_some() && faces.is_none() => {
-                    faces = Some(n.parse().map_err(|_| (no, format!("bad count {n:?}")))?);
+                ["element", "face", n] if vertices.is_some() && topology.is_none() => {
+                    let n = n.parse().map_err(|_| (no, format!("bad count {n:?}")))?;
+                    topology = Some(Topology::Faces(n));
                 }
-                ["property", "float", name] if faces.is_none() && vertices.is_some() => {
+                ["element", "tristrips", "1"] if vertices.is_some() && topology.is_none() => {
+                    topology = Some(Topology::Strips);
+                }
+                ["property", "float", name] if topology.is_none() && vertices.is_some() => {
                     names.push(name);
                 }
                 ["property", "list", "uchar", "uint" | "int", _]
-                    if faces.is_some() && !face_list =>
+                    if matches!(topology, Some(Topology::Faces(_))) && !list =>
                 {
-                    face_list = true;
+                    list = true;
+                }
+                ["property", "list", "uint" | "int", "uint" | "int", _]
+                    if matches!(topology, Some(Topology::Strips)) && !list =>
+                {
+                    list = true;
                 }
                 _ => return unsupported(),
             }
@@ -132,16 +171,18 @@ impl Layout {
             ))
         };
         let xyz = [position("x")?, position("y")?, position("z")?];
-        match (vertices, faces, face_list) {
-            (Some(vertices), Some(faces), true) => Ok(Layout {
+        match (vertices, topology, list) {
+            (Some(vertices), Some(topology), true) => Ok(Layout {
                 vertices,
                 properties: names.len(),
                 xyz,
-                faces,
+                topology,
             }),
             _ => Err((
                 1,
-                "a vertex element and a face element with a list property are needed".into(),
+                "a vertex element and a face or tristrips element with a list property are \
+                 needed"
+                    .into(),
             )),
         }
     }
@@ -204,6 +245,52 @@ mod tests {
         ] {
             let e = parse_ply(bytes, "f.ply").unwrap_err().to_string();
             assert!(e.contains("f.ply") && e.contains(needle), "{needle}: {e}");
+        }
+    }
+
+    /// A PLY of `vertices` (x y z only) and one `tristrips` list, as `--format ply` writes it.
+    fn ply_strips(vertices: &[[f32; 3]], strips: &[u32]) -> Vec<u8> {
+        let mut out = format!(
+            "ply\nformat binary_little_endian 1.0\nelement vertex {}\nproperty float x\n\
+             property float y\nproperty float z\nelement tristrips 1\n\
+             property list uint int vertex_indices\nend_header\n",
+            vertices.len()
+        )
+        .into_bytes();
+        for c in vertices.iter().flatten() {
+            out.extend_from_slice(&c.to_le_bytes());
+        }
+        out.extend_from_slice(&(strips.len() as u32).to_le_bytes());
+        for i in strips {
+            out.extend_from_slice(&i.to_le_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn reads_triangle_strips() {
+        let vertices = [
+            [0.0, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0],
+            [1.0, 1.0, 0.0],
+        ];
+        let mesh = parse_ply(
+            &ply_strips(&vertices, &[0, 1, 2, 3, u32::MAX, 3, 2, 0]),
+            "s.ply",
+        );
+        assert_eq!(
+            mesh.unwrap().triangles,
+            vec![[0, 1, 2], [2, 1, 3], [3, 2, 0]]
+        );
+        let good = ply_strips(&vertices, &[0, 1, 2]);
+        for (bytes, needle) in [
+            (ply_strips(&vertices, &[0, 1, 4]), "vertex 4"),
+            (good[..good.len() - 1].to_vec(), "does not fill"),
+            (good[..good.len() - 16].to_vec(), "does not fill"),
+        ] {
+            let e = parse_ply(&bytes, "s.ply").unwrap_err().to_string();
+            assert!(e.contains("s.ply") && e.contains(needle), "{needle}: {e}");
         }
     }
 }

@@ -10,7 +10,7 @@ mod steps_csv;
 pub use contact_csv::ContactCsv;
 pub use energy_csv::EnergyCsv;
 pub use obj_frames::{frame_path, ObjFrames};
-pub use ply_frames::PlyFrames;
+pub use ply_frames::{PlyFrames, PlyTopology};
 pub use steps_csv::StepsCsv;
 
 use std::fs::File;
@@ -27,19 +27,32 @@ pub enum FrameFormat {
     /// Text OBJ: an `o` group per object, positions printed to round-trip exactly.
     #[default]
     Obj,
-    /// Binary little-endian PLY: float positions and velocities, and the faces ([`PlyFrames`]).
+    /// Binary little-endian PLY: float positions and velocities, and the triangles as strips
+    /// ([`PlyFrames`], [`PlyTopology::Strips`]).
     Ply,
+    /// The same PLY with a `face` list instead of strips ([`PlyTopology::Faces`]): larger,
+    /// for readers without `tristrips`.
+    PlyFaces,
 }
 
 impl FrameFormat {
     /// Every format.
-    pub const ALL: [Self; 2] = [Self::Obj, Self::Ply];
+    pub const ALL: [Self; 3] = [Self::Obj, Self::Ply, Self::PlyFaces];
+
+    /// The name `--format` takes (`obj`, `ply`, `ply-faces`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Obj => "obj",
+            Self::Ply => "ply",
+            Self::PlyFaces => "ply-faces",
+        }
+    }
 
     /// The file extension (`obj`, `ply`).
     pub fn extension(self) -> &'static str {
         match self {
             Self::Obj => "obj",
-            Self::Ply => "ply",
+            Self::Ply | Self::PlyFaces => "ply",
         }
     }
 
@@ -59,7 +72,8 @@ impl FrameFormat {
     ) -> std::io::Result<Box<dyn FrameSink + Send>> {
         Ok(match self {
             Self::Obj => Box::new(ObjFrames::create(dir, uvs)?),
-            Self::Ply => Box::new(PlyFrames::create(dir)?),
+            Self::Ply => Box::new(PlyFrames::create(dir, PlyTopology::Strips)?),
+            Self::PlyFaces => Box::new(PlyFrames::create(dir, PlyTopology::Faces)?),
         })
     }
 }
@@ -70,8 +84,8 @@ impl FromStr for FrameFormat {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::ALL
             .into_iter()
-            .find(|f| f.extension() == s)
-            .ok_or_else(|| format!("expected obj or ply, got {s:?}"))
+            .find(|f| f.name() == s)
+            .ok_or_else(|| format!("expected obj, ply or ply-faces, got {s:?}"))
     }
 }
 

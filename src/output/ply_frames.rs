@@ -6,21 +6,34 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::engine::{Frame, FrameSink, RunError};
-use crate::mesh::single_word;
+use crate::mesh::{single_word, triangle_strips};
 
 use super::FrameFormat;
 
+/// How PLY frames store the triangles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlyTopology {
+    /// `element tristrips 1` with `property list uint int vertex_indices`: triangle strips
+    /// separated by `-1` ([`triangle_strips`]), about 6.6 bytes a triangle on a sheet. Blender's
+    /// PLY importer reads it.
+    Strips,
+    /// `element face` with `property list uchar uint vertex_indices`: 13 bytes a triangle, in
+    /// the simulation's triangle order; every PLY reader reads it.
+    Faces,
+}
+
 /// Writes each frame as a PLY holding every object: `element vertex` with float `x y z` (cm)
-/// and `vx vy vz` (cm/s), then `element face` with the triangles (global 0-based indices, the
-/// same in every frame). A `comment object NAME FIRST COUNT` line per object gives its vertex
-/// range.
+/// and `vx vy vz` (cm/s), then the triangles (global 0-based indices, the same bytes in every
+/// frame) as a [`PlyTopology`]. A `comment object NAME FIRST COUNT` line per object gives its
+/// vertex range.
 #[derive(Debug)]
 pub struct PlyFrames {
     dir: PathBuf,
+    topology: PlyTopology,
     /// The encoded vertex element of the frame being written.
     vertices: Vec<u8>,
-    /// The encoded face element: the same bytes every frame.
-    faces: Vec<u8>,
+    /// The encoded triangles (the `face` or `tristrips` element): the same bytes every frame.
+    triangles: Vec<u8>,
 }
 
 impl PlyFrames {
@@ -30,13 +43,38 @@ impl PlyFrames {
     pub const FACE_BYTES: usize = 13;
 
     /// Prepares `dir` as [`FrameFormat::create`] does.
-    pub fn create(dir: &Path) -> std::io::Result<Self> {
+    pub fn create(dir: &Path, topology: PlyTopology) -> std::io::Result<Self> {
         super::clear_frames(dir)?;
         Ok(Self {
             dir: dir.to_path_buf(),
+            topology,
             vertices: Vec::new(),
-            faces: Vec::new(),
+            triangles: Vec::new(),
         })
+    }
+
+    /// Encodes `triangles` once, as the header's last element.
+    fn encode_triangles(&mut self, triangles: &[[u32; 3]]) {
+        match self.topology {
+            PlyTopology::Faces => {
+                self.triangles.reserve(triangles.len() * Self::FACE_BYTES);
+                for t in triangles {
+                    self.triangles.push(3);
+                    for v in t {
+                        self.triangles.extend_from_slice(&v.to_le_bytes());
+                    }
+                }
+            }
+            PlyTopology::Strips => {
+                let strips = triangle_strips(triangles);
+                self.triangles.reserve(4 * (strips.len() + 1));
+                self.triangles
+                    .extend_from_slice(&(strips.len() as u32).to_le_bytes());
+                for v in strips {
+                    self.triangles.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
     }
 }
 
@@ -44,14 +82,8 @@ impl FrameSink for PlyFrames {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
         let sim = frame.simulation;
         let triangles = sim.triangles();
-        if self.faces.is_empty() {
-            self.faces.reserve(triangles.len() * Self::FACE_BYTES);
-            for t in triangles {
-                self.faces.push(3);
-                for v in t {
-                    self.faces.extend_from_slice(&v.to_le_bytes());
-                }
-            }
+        if self.triangles.is_empty() {
+            self.encode_triangles(triangles);
         }
         self.vertices.clear();
         self.vertices
@@ -80,10 +112,20 @@ impl FrameSink for PlyFrames {
         for p in ["x", "y", "z", "vx", "vy", "vz"] {
             writeln!(w, "property float {p}")?;
         }
-        writeln!(w, "element face {}", triangles.len())?;
-        writeln!(w, "property list uchar uint vertex_indices\nend_header")?;
+        match self.topology {
+            PlyTopology::Faces => writeln!(
+                w,
+                "element face {}\nproperty list uchar uint vertex_indices",
+                triangles.len()
+            )?,
+            PlyTopology::Strips => writeln!(
+                w,
+                "element tristrips 1\nproperty list uint int vertex_indices"
+            )?,
+        }
+        writeln!(w, "end_header")?;
         w.write_all(&self.vertices)?;
-        w.write_all(&self.faces)?;
+        w.write_all(&self.triangles)?;
         w.flush()?;
         Ok(())
     }
