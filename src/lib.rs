@@ -39,6 +39,7 @@ pub mod state;
 pub mod sync;
 #[cfg(test)]
 mod test_rng;
+pub mod threads;
 
 pub use engine::{Frame, FrameSink, NoFrames, Processed, RunError, Simulation, Stats};
 pub use scene::Scene;

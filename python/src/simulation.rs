@@ -18,8 +18,9 @@ use crate::{arrays, to_python, InputError};
 /// A running simulation of a `Scene`.
 ///
 /// `Simulation(scene, threads=None)` builds it (checking every value of the scene) on a pool of
-/// `threads` worker threads (default: one per core); the output is the same, bit for bit, on any
-/// number of threads.
+/// `threads` worker threads (default: one per core; at most 4 per logical core or 64, else
+/// `acm.InputError`, a `ValueError`); the output is the same, bit for bit, on any number of
+/// threads.
 #[pyclass(module = "acm")]
 #[derive(Debug)]
 pub(crate) struct Simulation {
@@ -158,9 +159,7 @@ impl Simulation {
     #[new]
     #[pyo3(signature = (scene, threads = None))]
     fn new(py: Python<'_>, scene: &Scene, threads: Option<usize>) -> PyResult<Self> {
-        if threads == Some(0) {
-            return Err(InputError::new_err("threads must be at least 1"));
-        }
+        acm::threads::check_thread_count("threads", threads).map_err(InputError::new_err)?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads.unwrap_or(0))
             .build()

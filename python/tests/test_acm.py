@@ -231,6 +231,9 @@ def test_two_simulations_on_two_python_threads_equal_one_alone():
          r"sheet_on_sphere\.toml: --set object\.sheet\.material\.density=-1\.0: "
          r"object\[1\]\.material\.density \(object \"sheet\"\): must be a finite number > 0"),
         (lambda: acm.Simulation(acm.load(PROFILE), threads=0), "threads must be at least 1"),
+        (lambda: acm.Simulation(acm.load(PROFILE), threads=10**6),
+         r"threads 1000000 is more than this machine can use: it has \d+ logical cores; "
+         r"use at most \d+"),
         (lambda: acm.Simulation(acm.load(PROFILE, set={"integrator": "sync"})),
          "sheet_on_sphere: integrator = sync runs from the command line"),
         (lambda: acm.Scene().add_object("s", np.zeros((3, 2)), [[0, 1, 2]]),

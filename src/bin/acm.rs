@@ -485,23 +485,8 @@ fn print_zone_totals(totals: &BTreeMap<&'static str, ZoneTotal>, wall: f64) {
     }
 }
 
-/// Most worker threads per logical core: more only add start-up time and memory.
-const THREADS_PER_CORE: usize = 4;
-/// `--threads` up to this is accepted on any machine (to check determinism on a small one).
-const THREADS_ALWAYS_ALLOWED: usize = 64;
-
 fn thread_pool(threads: Option<usize>) -> Result<rayon::ThreadPool, Failure> {
-    if threads == Some(0) {
-        return Err(Failure::BadInput("--threads must be at least 1".into()));
-    }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let most = (THREADS_PER_CORE * cores).max(THREADS_ALWAYS_ALLOWED);
-    if let Some(n) = threads.filter(|&n| n > most) {
-        return Err(Failure::BadInput(format!(
-            "--threads {n} is more than this machine can use: it has {cores} logical cores; \
-             use at most {most}"
-        )));
-    }
+    acm::threads::check_thread_count("--threads", threads).map_err(Failure::BadInput)?;
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads.unwrap_or(0))
         .build()
