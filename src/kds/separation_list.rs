@@ -174,6 +174,12 @@ const LOOSE_TREE: f64 = 2.0;
 /// next to the list itself.
 const BATCH: usize = 1 << 16;
 
+/// Leaf pairs (or refitted buckets) per rayon task when feature pairs are handed over: each
+/// tests up to [`MAX_GROUP`](super::leaves::MAX_GROUP) squared groups of feature pairs, a
+/// microsecond or more, so a few of them already outweigh a fork while the pool's workers are
+/// awake (`engine::warm_workers`).
+const HAND_OVER_TASK: usize = 16;
+
 /// The O(list) part of the audit runs on every this-many calls.
 const FULL_AUDIT_EVERY: u64 = 32;
 
@@ -772,14 +778,14 @@ impl<V: Volume> SeparationList<V> {
         each: impl Fn(&Self, &T, &mut dyn FnMut(PairKey)) + Sync,
         found: &mut impl FnMut(PairKey),
     ) {
-        if items.len() < 2 * PAR_MIN_LEN {
+        if items.len() < 2 * HAND_OVER_TASK {
             for item in items {
                 each(self, item, found);
             }
             return;
         }
         let chunks: Vec<Vec<PairKey>> = items
-            .par_chunks(PAR_MIN_LEN)
+            .par_chunks(HAND_OVER_TASK)
             .map(|chunk| {
                 let _task = zone!("list_task");
                 let mut keys = Vec::new();
