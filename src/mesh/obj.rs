@@ -246,9 +246,9 @@ pub fn single_word(name: &str) -> String {
 /// with global 1-based indices. Coordinates are written so they parse back bit-exact.
 ///
 /// Texture coordinates are written (`vt` lines and `f v/vt` faces) only when every group has
-/// them: an OBJ face either gives one on every corner or on none, and a file mixing the two
-/// is read by most tools as having no UVs at all. So a scene with a generated mesh (which has
-/// none) writes no `vt` for any object.
+/// them, so a file is either textured everywhere or nowhere (as [`parse_obj`] keeps them only
+/// when every face has them): a scene with a generated mesh (which has none) writes no `vt`
+/// for any object.
 pub fn write_obj_positions(w: &mut impl Write, groups: &[ObjGroup<'_>]) -> std::io::Result<()> {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, w);
     let textured = groups.iter().all(|g| g.uvs.is_some());
