@@ -16,6 +16,7 @@ use glam::DVec3;
 
 mod audit;
 mod certification;
+mod energy_limit;
 mod layer_ticks;
 mod motion;
 mod pair_table;
@@ -35,6 +36,7 @@ use crate::profile::zone;
 use crate::state::VertexState;
 use audit::Audit;
 use certification::{Certifier, SLAB_MARGIN};
+use energy_limit::EnergyLimit;
 use layer_ticks::{LayerLaw, LayerTicks};
 use pair_table::{Keeps, PairTable};
 
@@ -91,6 +93,8 @@ pub(super) struct Contact {
     pairs: PairTable,
     certifier: Certifier,
     layers: LayerTicks,
+    /// The deepest layer the scene's energy allows.
+    energy_limit: EnergyLimit,
     audit: Audit,
     /// Scratch: the members that left their layer at a tick.
     left: Vec<u32>,
@@ -138,6 +142,11 @@ pub(super) struct ContactSetup {
     /// Contact pairs of vertex-disjoint triangles rather than of their feature pairs
     /// (`speed.triangle_pairs`).
     pub(super) triangle_pairs: bool,
+    /// The scene's total energy at the start (kinetic, elastic, gravitational), or `None` when
+    /// scripted motion or prescribed forces put in work ([`energy_limit`]).
+    pub(super) start_energy: Option<f64>,
+    /// Gravity (cm/s^2), whose work adds to the energy available.
+    pub(super) gravity: DVec3,
 }
 
 /// A pair closer than `eta1` at the start.
@@ -199,6 +208,7 @@ impl Contact {
                 n,
                 m_min,
             ),
+            energy_limit: EnergyLimit::new(setup.start_energy, setup.gravity),
             audit: Audit::default(),
             left: Vec::new(),
             contingent: Vec::new(),
@@ -529,6 +539,12 @@ impl Contact {
                     vertices,
                 });
             }
+            if let Err((held, available)) =
+                self.energy_limit.check(&self.schedule, layer, d, state, t)
+            {
+                let pair = self.pairs.describe(id);
+                return Err(energy_limit::runaway(t, pair, layer, held, available));
+            }
             self.layers.activate(&mut self.pairs, id, layer, t, sched)?;
             self.pairs.certified[i] = layer + 1;
         }
@@ -651,6 +667,11 @@ impl Contact {
     /// The clock of layer `l`, which has been active (so its clock is known).
     pub(super) fn active_clock(&self, l: u32) -> f64 {
         self.layers.active_clock(l)
+    }
+
+    /// Records `energy` put into the free vertices from outside the run.
+    pub(super) fn energy_put_in(&mut self, energy: f64) {
+        self.energy_limit.add(energy);
     }
 
     /// Penalty energy of every active layer at `positions`.
