@@ -19,6 +19,7 @@ mod certification;
 mod energy_limit;
 mod layer_ticks;
 mod motion;
+mod owners;
 mod pair_table;
 
 use motion::{feature_distance, first_four, local_feature_distance, Motion};
@@ -37,7 +38,8 @@ use crate::state::VertexState;
 use audit::Audit;
 use certification::{Certifier, SLAB_MARGIN};
 use energy_limit::EnergyLimit;
-use layer_ticks::{LayerLaw, LayerTicks};
+use layer_ticks::{LayerLaw, LayerTicks, Surfaces};
+use owners::FeatureOwners;
 use pair_table::{Keeps, PairTable};
 
 /// Layer activation threshold: a failing layer-`l` slab activates layer `l` when the pair is
@@ -90,6 +92,8 @@ pub(super) struct Contact {
     boxes: BroadPhase,
     /// The triangle adjacency of triangle-pair contact (`speed.triangle_pairs`), or `None`.
     triangle_pairs: Option<TriangleTopology>,
+    /// Which feature pair acts for a contact point shared by several triangles.
+    owners: FeatureOwners,
     pairs: PairTable,
     certifier: Certifier,
     layers: LayerTicks,
@@ -175,6 +179,7 @@ impl Contact {
         let triangle_pairs = setup
             .triangle_pairs
             .then(|| TriangleTopology::new(n, &edges, triangles.clone()));
+        let owners = FeatureOwners::new(n, triangles.clone());
         let mut boxes = BroadPhase::new(
             setup.broad_phase,
             edges,
@@ -193,6 +198,7 @@ impl Contact {
             window: setup.window,
             boxes,
             triangle_pairs,
+            owners,
             pairs: PairTable::new(n, keeps, setup.objects),
             certifier: Certifier::new(setup.schedule, setup.quality_loss, setup.parking),
             layers: LayerTicks::new(
@@ -616,7 +622,11 @@ impl Contact {
         sched: &mut Scheduler<'_>,
     ) -> Result<(), RunError> {
         let _zone = zone!("penalty");
-        let tick = self.layers.tick(group, &self.pairs, state, t)?;
+        let surfaces = Surfaces {
+            owners: &self.owners,
+            topology: self.triangle_pairs.as_ref(),
+        };
+        let tick = self.layers.tick(group, &self.pairs, surfaces, state, t)?;
         if !tick.kicked.is_empty() {
             self.after_kick(&tick.kicked, state, t, sched);
         }
@@ -676,7 +686,11 @@ impl Contact {
 
     /// Penalty energy of every active layer at `positions`.
     pub(super) fn energy(&self, positions: &[DVec3]) -> f64 {
-        self.layers.energy(&self.pairs, positions)
+        let surfaces = Surfaces {
+            owners: &self.owners,
+            topology: self.triangle_pairs.as_ref(),
+        };
+        self.layers.energy(&self.pairs, surfaces, positions)
     }
 
     /// The full audit at time `t` (see [`audit::full`]).
