@@ -178,3 +178,87 @@ impl FeatureOwners {
             && outside([p0, p1], x[0], x[1], [q0, q1], -sep)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A flat fan of `k` triangles around vertex 0 at the origin in the plane y = 0 (rim
+    /// vertices `1..=k`), and a vertex `k + 1` at `p`.
+    fn fan(k: u32, p: DVec3) -> (FeatureOwners, Vec<DVec3>) {
+        let mut x = vec![DVec3::ZERO];
+        for i in 0..k {
+            let a = std::f64::consts::TAU * f64::from(i) / f64::from(k);
+            x.push(DVec3::new(a.cos(), 0.0, a.sin()));
+        }
+        x.push(p);
+        let triangles: Vec<[u32; 3]> = (0..k).map(|i| [0, 1 + i, 1 + (i + 1) % k]).collect();
+        (FeatureOwners::new(x.len(), triangles.into()), x)
+    }
+
+    fn vt_acting(owners: &FeatureOwners, x: &[DVec3], p: u32) -> Vec<u32> {
+        (0..owners.triangles.len() as u32)
+            .filter(|&t| {
+                let [a, b, c] = owners.triangles[t as usize];
+                if [a, b, c].contains(&p) {
+                    return false;
+                }
+                let verts = [p, a, b, c];
+                let xs = verts.map(|v| x[v as usize]);
+                owners.acts(PairKey::VertexTriangle(p, t), &verts, &xs, |v| {
+                    x[v as usize]
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_vertex_over_a_shared_vertex_or_edge_is_pushed_once() {
+        // Exactly over the centre: every triangle's closest point is the centre; the first owns it.
+        let (owners, x) = fan(256, DVec3::new(0.0, 0.02, 0.0));
+        assert_eq!(vt_acting(&owners, &x, 257), vec![0]);
+        // Over the inside of one triangle near the centre: that triangle alone.
+        let a = std::f64::consts::TAU * 10.5 / 256.0;
+        let (owners, x) = fan(256, DVec3::new(1e-3 * a.cos(), 0.02, 1e-3 * a.sin()));
+        assert_eq!(vt_acting(&owners, &x, 257), vec![10]);
+        // Over the spoke between triangles 9 and 10: the lower index.
+        let a = std::f64::consts::TAU * 10.0 / 256.0;
+        let (owners, x) = fan(256, DVec3::new(0.5 * a.cos(), 0.02, 0.5 * a.sin()));
+        assert_eq!(vt_acting(&owners, &x, 257), vec![9]);
+        // A ridge: the centre raised, the vertex over it: still once.
+        let (owners, mut x) = fan(6, DVec3::new(0.0, 0.5, 0.0));
+        x[0].y = 0.3;
+        assert_eq!(vt_acting(&owners, &x, 7), vec![0]);
+        // Outside the fan past a rim vertex: the two triangles at that vertex, the first.
+        let (owners, x) = fan(4, DVec3::new(1.05, 0.01, 0.0));
+        assert_eq!(vt_acting(&owners, &x, 5), vec![0]);
+    }
+
+    #[test]
+    fn an_edge_over_a_fan_is_pushed_by_its_ends_not_by_each_spoke_it_crosses() {
+        // Edge (9, 10) of triangle (9, 10, 11) tilted over a fan of 8, crossing spokes.
+        let (_, mut x) = fan(8, DVec3::new(0.4, 0.02, 0.1));
+        x.push(DVec3::new(-0.4, 0.05, 0.2));
+        x.push(DVec3::new(0.0, 0.5, 0.15));
+        let mut triangles: Vec<[u32; 3]> = (0..8).map(|i| [0, 1 + i, 1 + (i + 1) % 8]).collect();
+        triangles.push([9, 10, 11]);
+        let owners = FeatureOwners::new(x.len(), triangles.into());
+        let mut crossed = 0;
+        for spoke in 1..=8 {
+            let verts = [9, 10, 0, spoke];
+            let xs = verts.map(|v| x[v as usize]);
+            let cl = edge_edge(xs[0], xs[1], xs[2], xs[3]);
+            if cl.s > 0.0 && cl.s < 1.0 && cl.t > 0.0 && cl.t < 1.0 {
+                crossed += 1;
+                let key = PairKey::EdgeEdge(0, spoke);
+                assert!(
+                    !owners.acts(key, &verts, &xs, |v| x[v as usize]),
+                    "spoke {spoke}"
+                );
+            }
+        }
+        assert!(crossed >= 2, "{crossed} spokes crossed");
+        // Its low end is pushed, by the triangle under it.
+        assert_eq!(vt_acting(&owners, &x, 9).len(), 1);
+    }
+}
