@@ -40,7 +40,7 @@ pub mod sync;
 #[cfg(test)]
 mod test_rng;
 
-pub use engine::{Frame, FrameSink, NoFrames, Processed, RunError, Simulation, Stats};
+pub use engine::{Frame, FrameSink, NoFrames, Processed, RunError, Simulation, Stats, WaitPolicy};
 pub use scene::Scene;
 
 /// The built-in default scene: the profile `profiles/sheet_on_sphere.toml` (a sheet draping

@@ -119,16 +119,43 @@ fn set_overrides_change_the_run() {
 #[test]
 fn thread_count_does_not_change_frames() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, threads) in [("t1", "1"), ("t3", "3")] {
+    let runs = [
+        ("t1", "1", "active"),
+        ("t2", "2", "active"),
+        ("t2p", "2", "passive"),
+    ];
+    for (name, threads, wait) in runs.into_iter().chain([("t3", "3", "active")]) {
         let out = acm(
             dir.path(),
-            &["run", "--frames", "6", "--threads", threads, "--out", name],
+            &[
+                "run",
+                "--frames",
+                "6",
+                "--threads",
+                threads,
+                "--wait",
+                wait,
+                "--out",
+                name,
+            ],
         );
         assert!(out.status.success());
     }
-    let a = std::fs::read(acm::output::frame_path(&dir.path().join("t1"), 5)).unwrap();
-    let b = std::fs::read(acm::output::frame_path(&dir.path().join("t3"), 5)).unwrap();
-    assert_eq!(a, b);
+    let frame = |name: &str| std::fs::read(acm::output::frame_path(&dir.path().join(name), 5));
+    let a = frame("t1").unwrap();
+    for name in ["t2", "t2p", "t3"] {
+        assert_eq!(a, frame(name).unwrap(), "{name}");
+    }
+}
+
+#[test]
+fn a_bad_wait_policy_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = acm(dir.path(), &["run", "--wait", "busy", "--frames", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--wait") && stderr.contains("expected active or passive"));
+    assert!(!dir.path().join("out").exists(), "nothing written");
 }
 
 #[test]

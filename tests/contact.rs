@@ -6,7 +6,7 @@ mod common;
 use acm::check::{measure, AuditReport};
 use acm::mesh;
 use acm::scene::{profile, Material, Scene, SceneObject};
-use acm::{Frame, FrameSink, NoFrames, RunError, Simulation};
+use acm::{Frame, FrameSink, NoFrames, RunError, Simulation, WaitPolicy};
 use common::{acm, head_on, momentum, momentum_scale, profiles_dir, Audited};
 use glam::DVec3;
 
@@ -272,13 +272,14 @@ fn check_command_reports_clean_and_intersecting_frames() {
 fn contact_runs_are_bit_identical_on_any_number_of_threads() {
     let overrides = ["object.sheet.translate=[0.0, 20.6, 0.0]".to_string()];
     let scene = profile::load(&profiles_dir().join("sheet_on_sphere.toml"), &overrides).unwrap();
-    let run = |threads: usize| {
+    let run = |threads: usize, wait: WaitPolicy| {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .unwrap();
         pool.install(|| {
             let mut sim = Simulation::new(&scene).unwrap();
+            sim.set_wait_policy(wait);
             sim.run_until(0.04, &mut NoFrames).unwrap();
             let mut x = Vec::new();
             sim.positions_at(0.04, &mut x);
@@ -287,11 +288,16 @@ fn contact_runs_are_bit_identical_on_any_number_of_threads() {
             (x, sim.stats().events)
         })
     };
-    let (one, events) = run(1);
+    let (one, events) = run(1, WaitPolicy::Active);
     assert!(events.contact > 0, "contact happened");
     for threads in [2, 3, 4] {
-        let (many, _) = run(threads);
-        assert!(one == many, "{threads} threads changed the positions");
+        for wait in [WaitPolicy::Active, WaitPolicy::Passive] {
+            let (many, _) = run(threads, wait);
+            assert!(
+                one == many,
+                "{threads} threads ({wait:?}) changed the positions"
+            );
+        }
     }
 }
 

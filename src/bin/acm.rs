@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use acm::engine::{Frame, FrameSink, RunError};
+use acm::engine::{Frame, FrameSink, RunError, WaitPolicy};
 use acm::implicit::{ImplicitError, ImplicitSimulation};
 use acm::output::{write_stats, ContactCsv, EnergyCsv, FrameFormat, StepsCsv};
 use acm::profile::ZoneTotal;
@@ -107,6 +107,10 @@ struct RunArgs {
     /// Worker threads (default: all cores; at most 4 per logical core, or 64).
     #[arg(long, allow_negative_numbers = true)]
     threads: Option<usize>,
+    /// How idle worker threads wait between the event loop's parallel phases: active (poll,
+    /// the fastest; a busy core per thread while the run lasts) or passive (sleep).
+    #[arg(long, default_value = "active", value_name = "active|passive")]
+    wait: WaitPolicy,
     /// Check every certificate, layer and broad-phase invariant as of every event (about 1.6x
     /// the cost); the first breach stops the run.
     #[arg(long)]
@@ -380,6 +384,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         return Err(Failure::Internal("no integrator was built".into()));
     };
     sim.set_audit(args.audit);
+    sim.set_wait_policy(args.wait);
     sim.stop_when(&INTERRUPTED);
     if trace.is_some() {
         acm::profile::start_trace();

@@ -8,7 +8,7 @@ use glam::DVec3;
 use super::contact::{Contact, ContactSetup, TooClose};
 use super::{
     describe_vertices, ClockRange, Clocks, ForceEvent, ForceTarget, ModelSize, ObjectRange,
-    Simulation, Stats,
+    Simulation, Stats, WaitPolicy,
 };
 use crate::contact::PairKey;
 use crate::events::{EventKind, EventQueue, EventTable, Scheduler};
@@ -384,6 +384,7 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
         pending_global_kick: false,
         audit: false,
         stop: None,
+        wait: WaitPolicy::default(),
         processed: 0,
         queue_sizes: 0,
         stats,

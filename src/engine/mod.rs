@@ -10,6 +10,7 @@ mod contingency;
 mod layer_events;
 mod stats;
 mod triangle_pairs;
+mod warm_workers;
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +31,7 @@ use crate::state::{VertexKind, VertexState};
 
 pub use contact::ContactStats;
 pub use stats::{ClockRange, Clocks, EventCounts, ModelSize, Stats};
+pub use warm_workers::WaitPolicy;
 
 /// One object's slice of the global buffers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -335,6 +337,8 @@ pub struct Simulation {
     audit: bool,
     /// Set from outside (a Ctrl-C handler) to stop the run between two events.
     stop: Option<&'static AtomicBool>,
+    /// How the pool's idle workers wait between the loop's parallel phases.
+    wait: WaitPolicy,
     /// Events popped so far (all kinds), for live progress reports.
     processed: u64,
     /// The event queue's size summed over the events processed (for [`Stats::queue_mean`]).
@@ -450,6 +454,13 @@ impl Simulation {
         self.stop = Some(flag);
     }
 
+    /// Sets how the pool's idle workers wait between the event loop's parallel phases:
+    /// [`WaitPolicy::Active`] (the default) keeps them polling while [`Self::run_until`] runs,
+    /// so each fork costs only its work; [`WaitPolicy::Passive`] lets them sleep.
+    pub fn set_wait_policy(&mut self, policy: WaitPolicy) {
+        self.wait = policy;
+    }
+
     /// Whether the flag of [`Self::stop_when`] is set.
     pub(crate) fn stop_requested(&self) -> bool {
         self.stop.is_some_and(|f| f.load(Ordering::Relaxed))
@@ -532,7 +543,9 @@ impl Simulation {
     /// Processes every event up to and including time `until`, handing frames to `sink`.
     pub fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), RunError> {
         let started = Instant::now();
+        let warm = warm_workers::WarmWorkers::start(self.wait);
         let result = self.event_loop(until, sink);
+        drop(warm);
         self.stats.wall_seconds += started.elapsed().as_secs_f64();
         crate::profile::flush_workers();
         self.refresh_stats();

@@ -17,9 +17,10 @@ use crate::mesh::Csr;
 use crate::profile::zone;
 use crate::state::VertexState;
 
-/// Minimum number of elements (or vertices) per rayon task: below this, splitting costs more
-/// than it saves.
-const PAR_MIN_LEN: usize = 2048;
+/// Minimum number of elements (or vertices) per rayon task: an element costs 10-85 ns, so a
+/// task is a few microseconds or more, above what a fork costs while the pool's workers are
+/// awake (`engine::warm_workers`).
+const PAR_MIN_LEN: usize = 256;
 
 /// The physics of one kind of element with `N` vertices, over a structure-of-arrays parameter table.
 ///

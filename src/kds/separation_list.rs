@@ -174,6 +174,12 @@ const LOOSE_TREE: f64 = 2.0;
 /// next to the list itself.
 const BATCH: usize = 1 << 16;
 
+/// Leaf pairs (or refitted buckets) per rayon task when feature pairs are handed over: each
+/// tests every feature pair under its open leaf pairs, 5 us or more on the paper's scenes
+/// (170 us on average for a refitted bucket on the reef knot), far above what a fork costs
+/// while the pool's workers are awake (`engine::warm_workers`).
+const HAND_OVER_TASK: usize = 2;
+
 /// The O(list) part of the audit runs on every this-many calls.
 const FULL_AUDIT_EVERY: u64 = 32;
 
@@ -772,14 +778,14 @@ impl<V: Volume> SeparationList<V> {
         each: impl Fn(&Self, &T, &mut dyn FnMut(PairKey)) + Sync,
         found: &mut impl FnMut(PairKey),
     ) {
-        if items.len() < 2 * PAR_MIN_LEN {
+        if items.len() < 2 * HAND_OVER_TASK {
             for item in items {
                 each(self, item, found);
             }
             return;
         }
         let chunks: Vec<Vec<PairKey>> = items
-            .par_chunks(PAR_MIN_LEN)
+            .par_chunks(HAND_OVER_TASK)
             .map(|chunk| {
                 let _task = zone!("list_task");
                 let mut keys = Vec::new();
