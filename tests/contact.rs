@@ -462,22 +462,165 @@ r1 = 1000.0
 cor = 1.0
 "#;
 
-#[test]
-fn energy_that_runs_away_stops_the_run_instead_of_stalling() {
+/// Runs the walls scene with `extra` appended and `--set` overrides: checks exit 2 within a
+/// minute with a message holding every needle, clean frames, and an early stop.
+fn walls_stop(extra: &str, sets: &[&str], needles: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("walls.toml"), BOUNCING_BETWEEN_WALLS).unwrap();
-    let out = acm(dir.path(), &["run", "walls.toml", "--out", "f"]);
+    let profile = format!("{BOUNCING_BETWEEN_WALLS}{extra}");
+    std::fs::write(dir.path().join("walls.toml"), profile).unwrap();
+    let mut args = vec!["run", "walls.toml", "--out", "f"];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let start = std::time::Instant::now();
+    let out = acm(dir.path(), &args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    for needle in [
-        "speeds ran away",
-        "vertex 0 of \"particle\"",
-        "contact.safety",
-    ] {
+    assert!(start.elapsed().as_secs() < 60, "{:?}", start.elapsed());
+    for needle in needles {
         assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
     }
     let check = acm(dir.path(), &["check", "f"]);
     assert_eq!(check.status.code(), Some(0), "the frames written are clean");
     // It stopped early, not at the scene's end.
     assert!(!dir.path().join("f/frame_00100.obj").exists());
+}
+
+#[test]
+fn energy_that_runs_away_stops_the_run_instead_of_stalling() {
+    // At 100 cm/s this run once stalled after about 220 impacts with energy x1e9.
+    for speed in ["100", "1000"] {
+        let velocity = format!("object.particle.velocity=[0, {speed}, 0]");
+        walls_stop(
+            "",
+            &[&velocity],
+            &[
+                "energy ran away",
+                "vertex 0 of \"particle\" and triangle",
+                "more than 10 times",
+                "contact.safety",
+            ],
+        );
+    }
+}
+
+#[test]
+fn without_an_energy_budget_a_runaway_stops_at_the_speed_limit() {
+    // A prescribed force (here zero) does work the energy limit does not track, so the scene has
+    // none; the speeds still cannot outgrow what contact can resolve.
+    let force =
+        "\n[[force]]\nobject = \"particle\"\nselect = { all = true }\nforce = [0.0, 0.0, 0.0]\n";
+    walls_stop(
+        force,
+        &[],
+        &[
+            "speeds ran away",
+            "vertex 0 of \"particle\"",
+            "contact.safety",
+        ],
+    );
+}
+
+/// A stiff hollow ball (the projectile material of the thesis) dropped at 800 cm/s onto the
+/// centre of a fixed capped cylinder's lid: a fan of 256 sliver triangles around one vertex.
+const BALL_ON_FAN: &str = r#"
+[scene]
+name = "ball_on_fan"
+duration = 0.0025
+frame_interval = 0.00025
+gravity = [0.0, 0.0, 0.0]
+
+[[object]]
+name = "lid"
+mesh = { generator = "cylinder", radius = 10.0, height = 5.0, segments = 256, rings = 1, capped = true }
+fixed = true
+
+[[object]]
+name = "ball"
+mesh = { generator = "icosphere", radius = 1.0, subdivisions = 2 }
+translate = [0.0, 6.5, 0.0]
+velocity = [0.0, -800.0, 0.0]
+
+[object.material]
+density = 0.016
+stretch = 50000.0
+stretch_damping = 1.0
+bend = 100000.0
+
+[contact]
+eta1 = 0.05
+r1 = 1000.0
+cor = 0.0
+"#;
+
+#[test]
+fn a_ball_on_a_fan_of_triangles_is_pushed_once_per_contact_point() {
+    // Every triangle of the fan holds the vertex under the ball: pushed by each, the ball
+    // left at eleven times its impact speed with 2,750 times the energy.
+    for super_events in ["true", "false"] {
+        let sets = vec![format!("speed.layer_super_events={super_events}")];
+        let scene = profile::parse(BALL_ON_FAN, "ball_on_fan", &profiles_dir(), &sets).unwrap();
+        let mut sim = Simulation::new(&scene).unwrap();
+        let ball = sim.objects()[1].clone();
+        let vertices = ball.first_vertex as usize..(ball.first_vertex + ball.vertex_count) as usize;
+        let speed = |sim: &Simulation| {
+            let state = sim.state();
+            let mass: f64 = vertices.clone().map(|i| state.mass[i]).sum();
+            let p: DVec3 = vertices.clone().map(|i| state.mass[i] * state.v[i]).sum();
+            p.y / mass
+        };
+        let impact = speed(&sim);
+        sim.set_audit(true);
+        let mut sink = AuditedEnergy {
+            audit: Audited(AuditReport::default()),
+            total: Vec::new(),
+        };
+        sim.run_until(scene.duration, &mut sink)
+            .expect("the run passes the audit");
+        assert_eq!(sink.audit.0.intersecting_pairs, 0);
+        let rebound = speed(&sim);
+        let peak = sink.total.iter().copied().fold(f64::MIN, f64::max);
+        eprintln!(
+            "ball on fan, super-events {super_events}: impact {impact:.1} cm/s, rebound \
+             {rebound:.1} cm/s, peak energy {:.4} of the initial",
+            peak / sink.total[0]
+        );
+        assert!(rebound > 0.0, "the ball bounced: {rebound}");
+        assert!(
+            rebound <= -impact,
+            "rebound {rebound} cm/s, impact {impact} cm/s"
+        );
+        let last = *sink.total.last().unwrap();
+        assert!(last <= sink.total[0], "{last} > {}", sink.total[0]);
+        if super_events == "true" {
+            assert!(
+                peak <= 1.01 * sink.total[0],
+                "{peak} > 1.01 x {}",
+                sink.total[0]
+            );
+        }
+        // Per-pair events measure a higher penalty energy in the middle of the impact (1.13
+        // of the initial energy at t = 0.75 ms): several VT pairs of the ball's lowest vertex,
+        // within rounding of the fan's centre, act at once (README, known limitations).
+    }
+}
+
+#[test]
+fn a_particle_sliding_over_the_diagonal_of_a_flat_floor_gets_no_sideways_push() {
+    // The floor's two triangles share the diagonal x = z; the particle falls into layer 1 and
+    // slides along +x on it (held up against gravity), crossing the diagonal. Within eta1 of
+    // the diagonal, the neighbouring triangle's closest point is on the diagonal: pushed from
+    // there, the particle would gain velocity along z.
+    let mut scene = floor_scene(0.12, DVec3::new(50.0, 0.0, 0.0));
+    scene.objects[1].mesh.positions[0] = DVec3::new(-2.0, 0.12, 0.3);
+    scene.duration = 0.1;
+    scene.frame_interval = 0.01;
+    let mut sim = Simulation::new(&scene).unwrap();
+    run_audited(&mut sim, scene.duration);
+    let particle = sim.objects()[1].first_vertex as usize;
+    let x = sim.state().position_at(particle, scene.duration);
+    assert!(x.x > 1.0, "it crossed the diagonal: {x:?}");
+    let v = sim.state().v[particle];
+    // No friction: only round-off may move it sideways.
+    assert!(v.z.abs() <= 1e-9 * v.length(), "sideways {v:?}");
 }

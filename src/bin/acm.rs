@@ -438,6 +438,7 @@ fn run_failure(e: RunError, name: &str, out: &Path) -> Failure {
         | RunError::NoProgress { .. }
         | RunError::TimeResolution { .. }
         | RunError::SpeedRunaway { .. }
+        | RunError::EnergyRunaway { .. }
         | RunError::KinematicContact { .. }) => Failure::BadInput(format!("{name}: {e}")),
         e @ (RunError::Internal { .. } | RunError::Audit { .. }) => {
             Failure::Internal(e.to_string())

@@ -320,6 +320,12 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
             short_circuit: scene.speed.short_circuit,
             parking: scene.speed.parking,
             triangle_pairs: scene.speed.triangle_pairs,
+            start_energy: (scripts.is_empty() && prescribed.is_empty()).then(|| {
+                start_energy(&state, scene.gravity)
+                    + springs.energy(&state.x)
+                    + hinges.energy(&state.x)
+            }),
+            gravity: scene.gravity,
         };
         let contact = Contact::new(
             setup,
@@ -383,6 +389,14 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
         queue_sizes: 0,
         stats,
     })
+}
+
+/// Kinetic plus gravitational energy (`-sum m g . x`) of the free vertices at the start.
+fn start_energy(state: &VertexState, gravity: DVec3) -> f64 {
+    (0..state.len())
+        .filter(|&i| state.inv_mass[i] > 0.0)
+        .map(|i| state.mass[i] * (0.5 * state.v[i].length_squared() - gravity.dot(state.x[i])))
+        .sum()
 }
 
 /// The error for a pair that starts closer than `eta1`, naming the objects and primitives.

@@ -184,6 +184,30 @@ pub enum RunError {
         /// Its clock.
         clock: f64,
     },
+    /// A pair holds more energy in its penalty layers than the scene has had, with headroom
+    /// for the method's error: energy has run away, and the run stops rather than take ever
+    /// finer layer clocks until it stalls (see the `energy_limit` module of the contact
+    /// subsystem).
+    #[error(
+        "energy ran away at t = {time} s: pair {pair} reached penalty layer {layer}, where its \
+         layers hold {held:.3e} erg, more than {headroom} times the {available:.3e} erg the scene \
+         has had (its energy at the start plus the work gravity has done since). Energy has \
+         grown without bound: lower contact.safety (see README, known limitations)"
+    )]
+    EnergyRunaway {
+        /// Simulated time.
+        time: f64,
+        /// The pair, described.
+        pair: String,
+        /// The layer it switched on.
+        layer: u32,
+        /// Energy its active layers hold (erg).
+        held: f64,
+        /// Energy the scene has had (erg).
+        available: f64,
+        /// The factor allowed for the method's error.
+        headroom: f64,
+    },
     /// A pair moves so fast that one rounding of the current time in double precision covers
     /// more than a layer's certified margin, so a layer could no longer be switched on in time:
     /// the run stops before it could be.
@@ -403,8 +427,12 @@ impl Simulation {
             return false;
         }
         self.state.rebase(vertex, self.time);
-        self.state.v[vertex] = velocity;
+        let before = std::mem::replace(&mut self.state.v[vertex], velocity);
         if let Some(c) = &mut self.contact {
+            if self.state.inv_mass[vertex] > 0.0 {
+                let mass = self.state.mass[vertex];
+                c.energy_put_in(0.5 * mass * (velocity.length_squared() - before.length_squared()));
+            }
             let t = self.time;
             c.after_kick(
                 &[vertex as u32],

@@ -55,11 +55,7 @@ impl TriangleTopology {
                 })
             })
             .collect();
-        let pairs = triangles
-            .iter()
-            .enumerate()
-            .flat_map(|(t, tri)| tri.map(|v| (v, t as u32)));
-        let vertex_triangles = Csr::from_pairs(vertices, pairs);
+        let vertex_triangles = Csr::vertex_triangles(vertices, &triangles);
         Self {
             triangles,
             vertex_triangles,

@@ -71,6 +71,19 @@ impl<T: Copy + Default + Ord> Csr<T> {
     }
 }
 
+impl Csr {
+    /// Per vertex of `vertices`, the indices of the `triangles` around it, ascending.
+    pub fn vertex_triangles(vertices: usize, triangles: &[[u32; 3]]) -> Self {
+        Self::from_pairs(
+            vertices,
+            triangles
+                .iter()
+                .enumerate()
+                .flat_map(|(t, tri)| tri.map(|v| (v, t as u32))),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,13 +55,7 @@ impl Topology {
             }
         }
         let n = mesh.positions.len();
-        let vertex_triangles = Csr::from_pairs(
-            n,
-            mesh.triangles
-                .iter()
-                .enumerate()
-                .flat_map(|(t, tri)| tri.iter().map(move |&v| (v, t as u32))),
-        );
+        let vertex_triangles = Csr::vertex_triangles(n, &mesh.triangles);
         let vertex_edges = Csr::from_pairs(
             n,
             edges

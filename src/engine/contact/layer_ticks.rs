@@ -6,6 +6,7 @@ use glam::DVec3;
 use rayon::prelude::*;
 
 use super::motion::{feature_distance, first_four, local_feature_distance};
+use super::owners::FeatureOwners;
 use super::pair_table::PairTable;
 use crate::contact::closest::TRIANGLE_PAIR_FEATURES;
 use crate::contact::layers::LayerSchedule;
@@ -14,6 +15,7 @@ use crate::contact::penalty::{
 };
 use crate::contact::{ContactKey, PairKey};
 use crate::engine::layer_events::{LayerEvents, Member};
+use crate::engine::triangle_pairs::TriangleTopology;
 use crate::engine::RunError;
 use crate::events::{EventQueue, Scheduler};
 use crate::profile::zone;
@@ -170,12 +172,13 @@ impl LayerTicks {
 
     /// The first half of a tick of the penalty group whose event has payload `group` (one
     /// layer's super-event, or one pair's layer): every member's impulse from the state before
-    /// the tick, then applied in key order. Stops the run if a vertex is sped past what contact
-    /// can resolve.
+    /// the tick (feature pairs that do not own their contact point give none), then applied in
+    /// key order. Stops the run if a vertex is sped past what contact can resolve.
     pub(super) fn tick(
         &mut self,
         group: u32,
         pairs: &PairTable,
+        surfaces: Surfaces<'_>,
         state: &mut VertexState,
         t: f64,
     ) -> Result<LayerTick, RunError> {
@@ -183,7 +186,7 @@ impl LayerTicks {
         let params = self.params(l);
         let mut impulses = std::mem::take(&mut self.impulses);
         let frozen: &VertexState = state;
-        let impulse = |m: &Member| member_impulse(m, pairs, frozen, t, &params);
+        let impulse = |m: &Member| member_impulse(m, pairs, surfaces, frozen, t, &params);
         if members.len() >= PARALLEL_TICK {
             members
                 .par_iter()
@@ -285,28 +288,40 @@ impl LayerTicks {
         }
     }
 
-    /// Penalty energy of every active layer at `positions`.
-    pub(super) fn energy(&self, pairs: &PairTable, positions: &[DVec3]) -> f64 {
+    /// Penalty energy of every active layer at `positions`, of the feature pairs that own
+    /// their contact point.
+    pub(super) fn energy(
+        &self,
+        pairs: &PairTable,
+        surfaces: Surfaces<'_>,
+        positions: &[DVec3],
+    ) -> f64 {
         let mut total = 0.0;
+        let position = |v: u32| positions[v as usize];
         for i in 0..pairs.slots() as usize {
             if !pairs.live[i] || pairs.active[i] == 0 {
                 continue;
             }
-            let x = pairs.verts[i].map(|v| positions[v as usize]);
+            let x = pairs.verts[i].map(position);
             let active = pairs.active[i];
+            let layers = |d: f64| {
+                (1..=active)
+                    .map(|l| self.schedule.energy(l, d))
+                    .sum::<f64>()
+            };
             match pairs.key[i] {
                 ContactKey::Feature(f) => {
-                    let d = feature_distance(f, first_four(&x));
-                    for l in 1..=active {
-                        total += self.schedule.energy(l, d);
+                    let verts = first_four(&pairs.verts[i]);
+                    if surfaces.owners.acts(f, verts, first_four(&x), position) {
+                        total += layers(feature_distance(f, first_four(&x)));
                     }
                 }
                 // Each feature pair's energy, shared like its impulse.
                 ContactKey::Triangles(..) => {
-                    for (&f, k) in TRIANGLE_PAIR_FEATURES.iter().zip(pairs.multiplicity[i]) {
-                        let d = local_feature_distance(f, &x);
-                        for l in 1..=active {
-                            total += self.schedule.energy(l, d) / f64::from(k);
+                    let shares = surfaces.shares(pairs, i, &x, position);
+                    for (&f, share) in TRIANGLE_PAIR_FEATURES.iter().zip(shares) {
+                        if share != 0.0 {
+                            total += share * layers(local_feature_distance(f, &x));
                         }
                     }
                 }
@@ -316,10 +331,58 @@ impl LayerTicks {
     }
 }
 
-/// Member `m`'s impulses of one tick, from the state `state` before the tick.
+/// What decides which feature pairs act: the owners of shared contact points, and the
+/// triangle adjacency of triangle-pair contact (`speed.triangle_pairs`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Surfaces<'a> {
+    /// The owners of shared contact points.
+    pub(super) owners: &'a FeatureOwners,
+    /// The triangle adjacency, with triangle-pair contact.
+    pub(super) topology: Option<&'a TriangleTopology>,
+}
+
+impl Surfaces<'_> {
+    /// The share of each feature pair of triangle pair `i` at positions `x`: `1/k` of its
+    /// impulse and energy if it owns its contact point (`k` the triangle pairs it lies in),
+    /// else 0.
+    fn shares(
+        &self,
+        pairs: &PairTable,
+        i: usize,
+        x: &[DVec3; 6],
+        position: impl Fn(u32) -> DVec3 + Copy,
+    ) -> [f64; 15] {
+        let ContactKey::Triangles(s, t) = pairs.key[i] else {
+            return [0.0; 15];
+        };
+        let keys = self
+            .topology
+            .expect("triangle pairs exist only with speed.triangle_pairs")
+            .features(s, t);
+        let verts = &pairs.verts[i];
+        let mut shares = [0.0; 15];
+        for (f, feature) in TRIANGLE_PAIR_FEATURES.iter().enumerate() {
+            let local = feature.verts();
+            if self.owners.acts(
+                keys[f],
+                &local.map(|k| verts[k]),
+                &local.map(|k| x[k]),
+                position,
+            ) {
+                shares[f] = 1.0 / f64::from(pairs.multiplicity[i][f]);
+            }
+        }
+        shares
+    }
+}
+
+/// Member `m`'s impulses of one tick, from the state `state` before the tick; none from a
+/// feature pair that does not own its contact point (the distance, normal and `separating`
+/// are kept, for lazy deactivation).
 fn member_impulse(
     m: &Member,
     pairs: &PairTable,
+    surfaces: Surfaces<'_>,
     state: &VertexState,
     t: f64,
     params: &PenaltyParams,
@@ -328,7 +391,8 @@ fn member_impulse(
     let x = verts.map(|v| state.position_at(v as usize, t));
     let v = verts.map(|v| state.v[v as usize]);
     let inv_mass = verts.map(|v| state.inv_mass[v as usize]);
-    let feature = |kernel: fn(_, _, _, &PenaltyParams) -> PairImpulse<4>| {
+    let position = |v: u32| state.position_at(v as usize, t);
+    let feature = |key: PairKey, kernel: fn(_, _, _, &PenaltyParams) -> PairImpulse<4>| {
         let out = kernel(
             *first_four(&x),
             *first_four(&v),
@@ -336,7 +400,13 @@ fn member_impulse(
             params,
         );
         let mut impulses = [DVec3::ZERO; 6];
-        impulses[..4].copy_from_slice(&out.impulses);
+        if out.distance < params.eta
+            && surfaces
+                .owners
+                .acts(key, first_four(verts), first_four(&x), position)
+        {
+            impulses[..4].copy_from_slice(&out.impulses);
+        }
         PairImpulse {
             impulses,
             distance: out.distance,
@@ -345,10 +415,12 @@ fn member_impulse(
         }
     };
     match m.key {
-        ContactKey::Feature(PairKey::VertexTriangle(..)) => feature(vertex_triangle_impulse),
-        ContactKey::Feature(PairKey::EdgeEdge(..)) => feature(edge_edge_impulse),
+        ContactKey::Feature(key @ PairKey::VertexTriangle(..)) => {
+            feature(key, vertex_triangle_impulse)
+        }
+        ContactKey::Feature(key @ PairKey::EdgeEdge(..)) => feature(key, edge_edge_impulse),
         ContactKey::Triangles(..) => {
-            let shares = pairs.multiplicity[m.pair as usize].map(|k| 1.0 / f64::from(k));
+            let shares = surfaces.shares(pairs, m.pair as usize, &x, position);
             triangle_pair_impulse(x, v, inv_mass, &shares, params)
         }
     }

@@ -16,8 +16,10 @@ use glam::DVec3;
 
 mod audit;
 mod certification;
+mod energy_limit;
 mod layer_ticks;
 mod motion;
+mod owners;
 mod pair_table;
 
 use motion::{feature_distance, first_four, local_feature_distance, Motion};
@@ -35,7 +37,9 @@ use crate::profile::zone;
 use crate::state::VertexState;
 use audit::Audit;
 use certification::{Certifier, SLAB_MARGIN};
-use layer_ticks::{LayerLaw, LayerTicks};
+use energy_limit::EnergyLimit;
+use layer_ticks::{LayerLaw, LayerTicks, Surfaces};
+use owners::FeatureOwners;
 use pair_table::{Keeps, PairTable};
 
 /// Layer activation threshold: a failing layer-`l` slab activates layer `l` when the pair is
@@ -88,9 +92,13 @@ pub(super) struct Contact {
     boxes: BroadPhase,
     /// The triangle adjacency of triangle-pair contact (`speed.triangle_pairs`), or `None`.
     triangle_pairs: Option<TriangleTopology>,
+    /// Which feature pair acts for a contact point shared by several triangles.
+    owners: FeatureOwners,
     pairs: PairTable,
     certifier: Certifier,
     layers: LayerTicks,
+    /// The deepest layer the scene's energy allows.
+    energy_limit: EnergyLimit,
     audit: Audit,
     /// Scratch: the members that left their layer at a tick.
     left: Vec<u32>,
@@ -138,6 +146,11 @@ pub(super) struct ContactSetup {
     /// Contact pairs of vertex-disjoint triangles rather than of their feature pairs
     /// (`speed.triangle_pairs`).
     pub(super) triangle_pairs: bool,
+    /// The scene's total energy at the start (kinetic, elastic, gravitational), or `None` when
+    /// scripted motion or prescribed forces put in work ([`energy_limit`]).
+    pub(super) start_energy: Option<f64>,
+    /// Gravity (cm/s^2), whose work adds to the energy available.
+    pub(super) gravity: DVec3,
 }
 
 /// A pair closer than `eta1` at the start.
@@ -166,6 +179,7 @@ impl Contact {
         let triangle_pairs = setup
             .triangle_pairs
             .then(|| TriangleTopology::new(n, &edges, triangles.clone()));
+        let owners = FeatureOwners::new(n, triangles.clone());
         let mut boxes = BroadPhase::new(
             setup.broad_phase,
             edges,
@@ -184,6 +198,7 @@ impl Contact {
             window: setup.window,
             boxes,
             triangle_pairs,
+            owners,
             pairs: PairTable::new(n, keeps, setup.objects),
             certifier: Certifier::new(setup.schedule, setup.quality_loss, setup.parking),
             layers: LayerTicks::new(
@@ -199,6 +214,7 @@ impl Contact {
                 n,
                 m_min,
             ),
+            energy_limit: EnergyLimit::new(setup.start_energy, setup.gravity),
             audit: Audit::default(),
             left: Vec::new(),
             contingent: Vec::new(),
@@ -529,6 +545,12 @@ impl Contact {
                     vertices,
                 });
             }
+            if let Err((held, available)) =
+                self.energy_limit.check(&self.schedule, layer, d, state, t)
+            {
+                let pair = self.pairs.describe(id);
+                return Err(energy_limit::runaway(t, pair, layer, held, available));
+            }
             self.layers.activate(&mut self.pairs, id, layer, t, sched)?;
             self.pairs.certified[i] = layer + 1;
         }
@@ -600,7 +622,11 @@ impl Contact {
         sched: &mut Scheduler<'_>,
     ) -> Result<(), RunError> {
         let _zone = zone!("penalty");
-        let tick = self.layers.tick(group, &self.pairs, state, t)?;
+        let surfaces = Surfaces {
+            owners: &self.owners,
+            topology: self.triangle_pairs.as_ref(),
+        };
+        let tick = self.layers.tick(group, &self.pairs, surfaces, state, t)?;
         if !tick.kicked.is_empty() {
             self.after_kick(&tick.kicked, state, t, sched);
         }
@@ -653,9 +679,18 @@ impl Contact {
         self.layers.active_clock(l)
     }
 
+    /// Records `energy` put into the free vertices from outside the run.
+    pub(super) fn energy_put_in(&mut self, energy: f64) {
+        self.energy_limit.add(energy);
+    }
+
     /// Penalty energy of every active layer at `positions`.
     pub(super) fn energy(&self, positions: &[DVec3]) -> f64 {
-        self.layers.energy(&self.pairs, positions)
+        let surfaces = Surfaces {
+            owners: &self.owners,
+            topology: self.triangle_pairs.as_ref(),
+        };
+        self.layers.energy(&self.pairs, surfaces, positions)
     }
 
     /// The full audit at time `t` (see [`audit::full`]).

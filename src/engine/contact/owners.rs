@@ -1,0 +1,264 @@
+//! Each contact point is pushed once: which feature pair acts when several share a closest
+//! point (thesis §3.1: vertex-edge and vertex-vertex contacts are degenerate VT and EE
+//! contacts, counted without duplicates).
+//!
+//! A vertex `p` whose closest point on triangle `T` lies on an edge or a vertex `F` of `T` is
+//! as close to every other triangle sharing `F` (the point lies in each of them), or closer.
+//! Pushing `p` from every one of them counts one contact `k` times (a vertex at the centre of
+//! a fan of 256 triangles got 256 forces), and a neighbour whose own closest point is inside
+//! it gives a sideways push at a shared edge of a flat surface. So a VT pair whose closest
+//! point is on the boundary `F` of its triangle acts only if its triangle is the *owner* of
+//! `F` for `p`: the lowest-indexed triangle among those sharing `F` (leaving out those that
+//! contain `p`, which have no VT pair with it), and none of the others is closer (then the
+//! closer one acts instead). The pair that acts has the distance of `p` to the union of the
+//! triangles around `F`, so the barrier (the layers of the nearest pair) is kept; each acting
+//! pair's impulses sum to zero, so momentum is conserved.
+//!
+//! An EE pair whose closest point is an end of one edge is a vertex-edge (or vertex-vertex)
+//! contact, which the VT pairs of that vertex and the triangles on the other edge cover: it
+//! acts only when both closest points are inside their edges, or when no such triangle exists
+//! (every triangle on the other edge contains the vertex). With both closest points inside,
+//! it acts only if the separation points into none of the triangles on either edge: otherwise
+//! that triangle is nearer to the other edge than this edge is (an edge lying over a fan of
+//! spokes crosses each of them), and the nearest features of the edge and that triangle (an
+//! end of the edge against the triangle, or the edge against another of its edges) act.
+
+use glam::DVec3;
+
+use crate::contact::closest::{edge_edge, vertex_triangle};
+use crate::contact::PairKey;
+use crate::mesh::{Csr, TriangleList};
+
+/// Lengths below this fraction of the coordinates' magnitude are rounding: a closest point
+/// that near a triangle's edge is on it, a separation leaning that little into a triangle
+/// does not (so a vertex exactly over a shared vertex or edge has an owner).
+const TIE_REL: f64 = 1e-12;
+
+/// The tie length of a pair at positions `x`.
+fn tie(x: &[DVec3; 4]) -> f64 {
+    TIE_REL * x.iter().fold(0.0f64, |m, y| m.max(y.abs().max_element()))
+}
+
+/// The triangles of the contact surfaces and the triangles around each vertex (see the module
+/// docs).
+#[derive(Debug)]
+pub(super) struct FeatureOwners {
+    triangles: TriangleList,
+    around: Csr,
+}
+
+impl FeatureOwners {
+    /// The owners over `vertices` vertices and `triangles`.
+    pub(super) fn new(vertices: usize, triangles: TriangleList) -> Self {
+        let around = Csr::vertex_triangles(vertices, &triangles);
+        Self { triangles, around }
+    }
+
+    /// Whether feature pair `key` on vertices `verts` at positions `x` (`[p, a, b, c]` or
+    /// `[p0, p1, q0, q1]`) acts; `position` gives any vertex's position at the same time.
+    pub(super) fn acts(
+        &self,
+        key: PairKey,
+        verts: &[u32; 4],
+        x: &[DVec3; 4],
+        position: impl Fn(u32) -> DVec3,
+    ) -> bool {
+        match key {
+            PairKey::VertexTriangle(p, tri) => {
+                self.vertex_triangle_acts(p, tri, verts, x, position)
+            }
+            PairKey::EdgeEdge(..) => self.edge_edge_acts(verts, x, position),
+        }
+    }
+
+    fn vertex_triangle_acts(
+        &self,
+        p: u32,
+        tri: u32,
+        verts: &[u32; 4],
+        x: &[DVec3; 4],
+        position: impl Fn(u32) -> DVec3,
+    ) -> bool {
+        let closest = vertex_triangle(x[0], x[1], x[2], x[3]);
+        let tie = tie(x);
+        // The closest point's feature: the triangle's vertices whose weight puts the point
+        // farther than `tie` from the opposite edge (weight times that edge's height).
+        let twice_area = (x[2] - x[1]).cross(x[3] - x[1]).length();
+        let mut feature = [0u32; 3];
+        let mut len = 0;
+        for (k, &w) in closest.weights.iter().enumerate() {
+            let opposite = (x[1 + (k + 2) % 3] - x[1 + (k + 1) % 3]).length();
+            if w * twice_area > tie * opposite {
+                feature[len] = verts[k + 1];
+                len += 1;
+            }
+        }
+        // Inside the triangle, or a zero-area triangle (no feature to share): it acts.
+        if len == 3 || len == 0 {
+            return true;
+        }
+        let feature = &feature[..len];
+        let mut sharing = self
+            .around
+            .row(feature[0] as usize)
+            .iter()
+            .copied()
+            .filter(|&s| s != tri)
+            .filter(|&s| {
+                let t = &self.triangles[s as usize];
+                feature.iter().all(|v| t.contains(v)) && !t.contains(&p)
+            })
+            .peekable();
+        if sharing.peek().is_some_and(|&s| s < tri) {
+            return false;
+        }
+        let [w0, w1, w2] = closest.weights;
+        let sep = x[0] - (w0 * x[1] + w1 * x[2] + w2 * x[3]);
+        let at = position(feature[0]);
+        let along = if len == 2 {
+            (position(feature[1]) - at).normalize_or_zero()
+        } else {
+            DVec3::ZERO
+        };
+        // Every other triangle's closest point is on the feature too: the separation leans
+        // into none of them (the component of each of its other edges off the feature).
+        sharing.all(|s| {
+            self.triangles[s as usize]
+                .iter()
+                .filter(|v| !feature.contains(v))
+                .all(|&v| {
+                    let r = position(v) - at;
+                    sep.dot((r - r.dot(along) * along).normalize_or_zero()) <= tie
+                })
+        })
+    }
+
+    fn edge_edge_acts(
+        &self,
+        verts: &[u32; 4],
+        x: &[DVec3; 4],
+        position: impl Fn(u32) -> DVec3,
+    ) -> bool {
+        let closest = edge_edge(x[0], x[1], x[2], x[3]);
+        let (s, t) = (closest.s, closest.t);
+        let end = |u: f64| u == 0.0 || u == 1.0;
+        let [p0, p1, q0, q1] = *verts;
+        if end(s) || end(t) {
+            let endpoint = |u: f64, a: u32, b: u32| if u == 0.0 { a } else { b };
+            let covered = |vertex: u32, edge: [u32; 2]| {
+                self.around.row(edge[0] as usize).iter().any(|&tri| {
+                    let tri = &self.triangles[tri as usize];
+                    tri.contains(&edge[1]) && !tri.contains(&vertex)
+                })
+            };
+            return !(end(t) && covered(endpoint(t, q0, q1), [p0, p1])
+                || end(s) && covered(endpoint(s, p0, p1), [q0, q1]));
+        }
+        let sep = (x[0] + s * (x[1] - x[0])) - (x[2] + t * (x[3] - x[2]));
+        let tie = tie(x);
+        // The separation must lie in the normal cone of each surface at its edge: pointing into
+        // no triangle on the edge (else that triangle is nearer, and its own pairs act).
+        let outside = |edge: [u32; 2], a: DVec3, b: DVec3, other: [u32; 2], sep: DVec3| {
+            let along = (b - a).normalize_or_zero();
+            self.around.row(edge[0] as usize).iter().all(|&tri| {
+                let tri = &self.triangles[tri as usize];
+                if !tri.contains(&edge[1]) || other.iter().any(|v| tri.contains(v)) {
+                    return true;
+                }
+                let third = tri.iter().find(|v| !edge.contains(v)).copied();
+                let Some(third) = third else {
+                    return true;
+                };
+                let r = position(third) - a;
+                let inward = (r - r.dot(along) * along).normalize_or_zero();
+                sep.dot(inward) <= tie
+            })
+        };
+        outside([q0, q1], x[2], x[3], [p0, p1], sep)
+            && outside([p0, p1], x[0], x[1], [q0, q1], -sep)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A flat fan of `k` triangles around vertex 0 at the origin in the plane y = 0 (rim
+    /// vertices `1..=k`), and a vertex `k + 1` at `p`.
+    fn fan(k: u32, p: DVec3) -> (FeatureOwners, Vec<DVec3>) {
+        let mut x = vec![DVec3::ZERO];
+        for i in 0..k {
+            let a = std::f64::consts::TAU * f64::from(i) / f64::from(k);
+            x.push(DVec3::new(a.cos(), 0.0, a.sin()));
+        }
+        x.push(p);
+        let triangles: Vec<[u32; 3]> = (0..k).map(|i| [0, 1 + i, 1 + (i + 1) % k]).collect();
+        (FeatureOwners::new(x.len(), triangles.into()), x)
+    }
+
+    fn vt_acting(owners: &FeatureOwners, x: &[DVec3], p: u32) -> Vec<u32> {
+        (0..owners.triangles.len() as u32)
+            .filter(|&t| {
+                let [a, b, c] = owners.triangles[t as usize];
+                if [a, b, c].contains(&p) {
+                    return false;
+                }
+                let verts = [p, a, b, c];
+                let xs = verts.map(|v| x[v as usize]);
+                owners.acts(PairKey::VertexTriangle(p, t), &verts, &xs, |v| {
+                    x[v as usize]
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_vertex_over_a_shared_vertex_or_edge_is_pushed_once() {
+        // Exactly over the centre: every triangle's closest point is the centre; the first owns it.
+        let (owners, x) = fan(256, DVec3::new(0.0, 0.02, 0.0));
+        assert_eq!(vt_acting(&owners, &x, 257), vec![0]);
+        // Over the inside of one triangle near the centre: that triangle alone.
+        let a = std::f64::consts::TAU * 10.5 / 256.0;
+        let (owners, x) = fan(256, DVec3::new(1e-3 * a.cos(), 0.02, 1e-3 * a.sin()));
+        assert_eq!(vt_acting(&owners, &x, 257), vec![10]);
+        // Over the spoke between triangles 9 and 10: the lower index.
+        let a = std::f64::consts::TAU * 10.0 / 256.0;
+        let (owners, x) = fan(256, DVec3::new(0.5 * a.cos(), 0.02, 0.5 * a.sin()));
+        assert_eq!(vt_acting(&owners, &x, 257), vec![9]);
+        // A ridge: the centre raised, the vertex over it: still once.
+        let (owners, mut x) = fan(6, DVec3::new(0.0, 0.5, 0.0));
+        x[0].y = 0.3;
+        assert_eq!(vt_acting(&owners, &x, 7), vec![0]);
+        // Outside the fan past a rim vertex: the two triangles at that vertex, the first.
+        let (owners, x) = fan(4, DVec3::new(1.05, 0.01, 0.0));
+        assert_eq!(vt_acting(&owners, &x, 5), vec![0]);
+    }
+
+    #[test]
+    fn an_edge_over_a_fan_is_pushed_by_its_ends_not_by_each_spoke_it_crosses() {
+        // Edge (9, 10) of triangle (9, 10, 11) tilted over a fan of 8, crossing spokes.
+        let (_, mut x) = fan(8, DVec3::new(0.4, 0.02, 0.1));
+        x.push(DVec3::new(-0.4, 0.05, 0.2));
+        x.push(DVec3::new(0.0, 0.5, 0.15));
+        let mut triangles: Vec<[u32; 3]> = (0..8).map(|i| [0, 1 + i, 1 + (i + 1) % 8]).collect();
+        triangles.push([9, 10, 11]);
+        let owners = FeatureOwners::new(x.len(), triangles.into());
+        let mut crossed = 0;
+        for spoke in 1..=8 {
+            let verts = [9, 10, 0, spoke];
+            let xs = verts.map(|v| x[v as usize]);
+            let cl = edge_edge(xs[0], xs[1], xs[2], xs[3]);
+            if cl.s > 0.0 && cl.s < 1.0 && cl.t > 0.0 && cl.t < 1.0 {
+                crossed += 1;
+                let key = PairKey::EdgeEdge(0, spoke);
+                assert!(
+                    !owners.acts(key, &verts, &xs, |v| x[v as usize]),
+                    "spoke {spoke}"
+                );
+            }
+        }
+        assert!(crossed >= 2, "{crossed} spokes crossed");
+        // Its low end is pushed, by the triangle under it.
+        assert_eq!(vt_acting(&owners, &x, 9).len(), 1);
+    }
+}
