@@ -381,7 +381,7 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
         time: 0.0,
         scratch: Vec::new(),
         contact,
-        pending_global_kick: false,
+        kicked: Default::default(),
         audit: false,
         stop: None,
         wait: WaitPolicy::default(),

@@ -7,6 +7,7 @@
 mod build;
 mod contact;
 mod contingency;
+mod kicked;
 mod layer_events;
 mod stats;
 mod triangle_pairs;
@@ -331,9 +332,8 @@ pub struct Simulation {
     time: f64,
     scratch: Vec<DVec3>,
     contact: Option<contact::Contact>,
-    /// Every vertex's velocity changed at `time` and the certificates have not been re-timed
-    /// yet: done once after the last of the simultaneous whole-mesh force ticks.
-    pending_global_kick: bool,
+    /// The vertices the force ticks at `time` kicked, re-timed once after the last of them.
+    kicked: kicked::Kicked,
     audit: bool,
     /// Set from outside (a Ctrl-C handler) to stop the run between two events.
     stop: Option<&'static AtomicBool>,
@@ -588,9 +588,7 @@ impl Simulation {
                 return Err(RunError::Interrupted { time: self.time });
             }
         }
-        if self.pending_global_kick {
-            self.flush_global_kick();
-        }
+        self.flush_kicks();
         if self.audit {
             let _audit = zone!("audit");
             if let Some(c) = &mut self.contact {
@@ -618,10 +616,10 @@ impl Simulation {
         sink: &mut dyn FrameSink,
     ) -> Result<Option<Processed>, RunError> {
         while let Some((id, t)) = self.queue.peek() {
-            if self.pending_global_kick
+            if !self.kicked.is_empty()
                 && (t > self.time || self.events.kind(id) != EventKind::Force)
             {
-                self.flush_global_kick();
+                self.flush_kicks();
                 continue;
             }
             if t > until {
@@ -661,9 +659,7 @@ impl Simulation {
                 payload,
             }));
         }
-        if self.pending_global_kick {
-            self.flush_global_kick();
-        }
+        self.flush_kicks();
         Ok(None)
     }
 
@@ -710,47 +706,32 @@ impl Simulation {
         force.tick += 1;
         self.queue.push(id, force.next_time());
         if self.is_whole_mesh(target) {
-            self.pending_global_kick = true;
+            self.kicked.add_everything();
             return;
         }
-        let Some(contact) = &mut self.contact else {
+        if self.contact.is_none() {
             return;
-        };
-        let state = &self.state;
-        let sched = &mut Scheduler {
-            table: &mut self.events,
-            queue: &mut self.queue,
-        };
-        match target {
-            ForceTarget::Spring(e) => {
-                let stencil = self.springs.kernel.ends[e as usize];
-                contact.after_kick(&stencil, state, t, sched);
+        }
+        let one;
+        let vertices: &[u32] = match target {
+            ForceTarget::Spring(e) => &self.springs.kernel.ends[e as usize],
+            ForceTarget::Hinge(e) => &self.hinges.kernel.verts[e as usize],
+            ForceTarget::Prescribed(f) => &self.prescribed[f as usize].vertices,
+            ForceTarget::VertexGravity(v) => {
+                one = [v];
+                &one
             }
-            ForceTarget::Hinge(e) => {
-                let stencil = self.hinges.kernel.verts[e as usize];
-                contact.after_kick(&stencil, state, t, sched);
-            }
-            ForceTarget::Prescribed(f) => {
-                let vertices = &self.prescribed[f as usize].vertices;
-                contact.after_kick(vertices, state, t, sched);
-            }
-            ForceTarget::VertexGravity(v) => contact.after_kick(&[v], state, t, sched),
-            ForceTarget::Springs(b) => {
-                let vertices = &self.springs.bins[b as usize].vertices;
-                contact.after_kick(vertices, state, t, sched);
-            }
-            ForceTarget::Hinges(b) => {
-                let vertices = &self.hinges.bins[b as usize].vertices;
-                contact.after_kick(vertices, state, t, sched);
-            }
+            ForceTarget::Springs(b) => &self.springs.bins[b as usize].vertices,
+            ForceTarget::Hinges(b) => &self.hinges.bins[b as usize].vertices,
             ForceTarget::Gravity | ForceTarget::Drag => {
                 unreachable!("whole-mesh ticks return above")
             }
-        }
+        };
+        self.kicked.add(vertices);
     }
 
     /// Whether a tick of `target` may change every vertex's velocity, so that the loop re-times
-    /// every certificate after it (`pending_global_kick`): the *all-vertex events* of thesis
+    /// every certificate after it (`Kicked::add_everything`): the *all-vertex events* of thesis
     /// §8.1, which short-circuiting and parking schedule against. Gravity, drag, and the clock
     /// bins that touch at least half of the vertices (re-timing everything once costs less
     /// than following so many vertices one by one).
@@ -766,9 +747,28 @@ impl Simulation {
         }
     }
 
+    /// Re-times the certificates of the vertices the force ticks at the current time kicked:
+    /// every certificate if one of them was a whole-mesh tick.
+    fn flush_kicks(&mut self) {
+        if self.kicked.is_empty() {
+            return;
+        }
+        let everything = self.kicked.everything();
+        let vertices = self.kicked.take_vertices();
+        if everything {
+            self.retime_everything();
+        } else if let Some(c) = &mut self.contact {
+            let sched = &mut Scheduler {
+                table: &mut self.events,
+                queue: &mut self.queue,
+            };
+            c.after_kick(&vertices, &self.state, self.time, sched);
+        }
+        self.kicked.recycle(vertices);
+    }
+
     /// Re-times every certificate after whole-mesh force ticks at the current time.
-    fn flush_global_kick(&mut self) {
-        self.pending_global_kick = false;
+    fn retime_everything(&mut self) {
         let Some(c) = &self.contact else {
             return;
         };
