@@ -111,4 +111,99 @@ impl VertexState {
         out.clear();
         out.extend((0..self.len()).map(|i| self.position_at(i, s)));
     }
+
+    /// The columns a kick writes, cut into consecutive vertex ranges at the ascending indices
+    /// `at`: view `k` holds the vertices from `at[k - 1]` (0 for the first) to `at[k]` (the
+    /// last vertex for the last), so threads can kick the vertices of different views at once.
+    pub fn kick_views(&mut self, at: &[usize]) -> Vec<KickView<'_>> {
+        let n = self.len();
+        let (mut x, mut t, mut v) = (&mut self.x[..], &mut self.t[..], &mut self.v[..]);
+        let mut inv_mass = &self.inv_mass[..];
+        let mut views = Vec::with_capacity(at.len() + 1);
+        let mut first = 0;
+        for end in at.iter().copied().chain([n]) {
+            let len = end - first;
+            let (x_in, x_after) = std::mem::take(&mut x).split_at_mut(len);
+            let (t_in, t_after) = std::mem::take(&mut t).split_at_mut(len);
+            let (v_in, v_after) = std::mem::take(&mut v).split_at_mut(len);
+            let (w_in, w_after) = inv_mass.split_at(len);
+            views.push(KickView {
+                first,
+                x: x_in,
+                t: t_in,
+                v: v_in,
+                inv_mass: w_in,
+            });
+            (x, t, v, inv_mass) = (x_after, t_after, v_after, w_after);
+            first = end;
+        }
+        views
+    }
+}
+
+/// The columns a kick writes for one range of consecutive vertices
+/// ([`VertexState::kick_views`]).
+#[derive(Debug)]
+pub struct KickView<'a> {
+    first: usize,
+    x: &'a mut [DVec3],
+    t: &'a mut [f64],
+    v: &'a mut [DVec3],
+    inv_mass: &'a [f64],
+}
+
+impl KickView<'_> {
+    /// [`VertexState::apply_impulse`] for vertex `i`, which must be in the view's range.
+    #[inline]
+    pub fn apply_impulse(&mut self, i: usize, s: f64, impulse: DVec3) {
+        let k = i - self.first;
+        let dv = self.inv_mass[k] * impulse;
+        if dv != DVec3::ZERO {
+            self.x[k] += (s - self.t[k]) * self.v[k];
+            self.t[k] = s;
+            self.v[k] += dv;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(n: usize) -> VertexState {
+        let k = |i: usize| i as f64;
+        VertexState {
+            x: (0..n).map(|i| DVec3::new(k(i), 1.0, -k(i))).collect(),
+            t: (0..n).map(|i| 0.1 * k(i)).collect(),
+            v: (0..n).map(|i| DVec3::new(0.3, -k(i), 2.0)).collect(),
+            mass: vec![2.0; n],
+            inv_mass: (0..n).map(|i| if i == 3 { 0.0 } else { 0.5 }).collect(),
+            kind: vec![VertexKind::Free; n],
+        }
+    }
+
+    #[test]
+    fn kicks_through_views_write_what_apply_impulse_writes() {
+        let (mut direct, mut viewed) = (state(10), state(10));
+        let impulse = |i: usize| DVec3::new(1.0 / (i as f64 + 3.0), 0.25, -(i as f64));
+        for i in 0..10 {
+            direct.apply_impulse(i, 1.7, impulse(i));
+        }
+        let mut views = viewed.kick_views(&[4, 4, 9]);
+        assert_eq!(views.len(), 4);
+        let ranges = [0..4, 4..4, 4..9, 9..10];
+        for (view, range) in views.iter_mut().zip(ranges) {
+            for i in range {
+                view.apply_impulse(i, 1.7, impulse(i));
+            }
+        }
+        assert_eq!(direct.x, viewed.x);
+        assert_eq!(direct.t, viewed.t);
+        assert_eq!(direct.v, viewed.v);
+        assert_eq!(
+            viewed.t[3],
+            0.1 * 3.0,
+            "a vertex of zero inverse mass is not written"
+        );
+    }
 }
