@@ -305,9 +305,10 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
                 .collect();
             let kick = |k: usize, view: &mut KickView<'_>| {
                 let start = k * PAR_MIN_LEN;
-                for j in start..rows.len().min(start + PAR_MIN_LEN) {
+                let block = rows.iter().enumerate().skip(start).take(PAR_MIN_LEN);
+                for (j, &r) in block {
                     if !has_bit(&chunk.continuing, j) {
-                        view.apply_impulse(vertex(rows[j]), t, sum(j));
+                        view.apply_impulse(vertex(r), t, sum(j));
                     }
                 }
             };
