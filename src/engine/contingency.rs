@@ -1,34 +1,48 @@
 //! The contingency graph (thesis Alg. 7, CACM Fig. 7): each vertex lists the certificates its
 //! trajectory supports, so a velocity change re-times exactly the certificates that depend on it.
 //!
-//! Collecting the contingent certificates of a kick marks each one with the kick's epoch through
-//! an atomic swap, lock-free: large kicks mark from many threads at once, and whichever thread
-//! swaps first owns the certificate, so each is collected exactly once (model-checked with loom:
-//! `RUSTFLAGS="--cfg loom" cargo test --release --lib contingency`).
+//! Collecting the contingent certificates of a kick sets each one's bit in a bitset through an
+//! atomic `fetch_or`, lock-free: large kicks mark from many threads at once, and whichever thread
+//! sets a bit first owns the certificate, so each is marked exactly once (model-checked with loom:
+//! `RUSTFLAGS="--cfg loom" cargo test --release --lib contingency`). Reading the set bits back,
+//! word by word, gives the certificates in increasing id order without sorting them, and clears
+//! the set for the next kick.
 
 use rayon::prelude::*;
 
 #[cfg(loom)]
-use loom::sync::atomic::{AtomicU32, Ordering};
+use loom::sync::atomic::{AtomicU64, Ordering};
 #[cfg(not(loom))]
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Kicks of at least this many vertices mark their certificates on the thread pool.
 const PARALLEL_MARK: usize = 1024;
 
-/// Marks certificate `id` for `epoch`; true for exactly one of any number of concurrent calls
-/// with the same arguments (the first swap).
+/// Marks certificate `id` in the bitset `marks`; true for exactly one of any number of
+/// concurrent calls (the one whose `fetch_or` set the bit).
 #[inline]
-fn mark(stamps: &[AtomicU32], id: u32, epoch: u32) -> bool {
-    stamps[id as usize].swap(epoch, Ordering::Relaxed) != epoch
+fn mark(marks: &[AtomicU64], id: u32) -> bool {
+    let bit = 1u64 << (id % 64);
+    marks[(id / 64) as usize].fetch_or(bit, Ordering::Relaxed) & bit == 0
 }
 
-/// Vertex -> supported certificates, plus the epoch stamps that deduplicate a kick's set.
+/// The lowest and highest certificate ids marked, as `(lo, hi)`; `lo > hi` when none.
+type Span = (u32, u32);
+
+/// No certificate marked.
+const NO_SPAN: Span = (u32::MAX, 0);
+
+/// The span covering both `a` and `b`.
+fn join(a: Span, b: Span) -> Span {
+    (a.0.min(b.0), a.1.max(b.1))
+}
+
+/// Vertex -> supported certificates, plus the bitset that deduplicates a kick's set.
 #[derive(Debug, Default)]
 pub(super) struct Contingency {
     supports: SupportLists,
-    stamps: Vec<AtomicU32>,
-    epoch: u32,
+    /// One bit a certificate id, all clear between kicks.
+    marks: Vec<AtomicU64>,
 }
 
 impl Contingency {
@@ -36,15 +50,14 @@ impl Contingency {
     pub(super) fn new(vertices: usize) -> Self {
         Self {
             supports: SupportLists::new(vertices),
-            stamps: Vec::new(),
-            epoch: 0,
+            marks: Vec::new(),
         }
     }
 
     /// Records that certificate `id` depends on the trajectories of `verts`.
     pub(super) fn add(&mut self, id: u32, verts: &[u32]) {
-        while self.stamps.len() <= id as usize {
-            self.stamps.push(AtomicU32::new(0));
+        while self.marks.len() <= (id / 64) as usize {
+            self.marks.push(AtomicU64::new(0));
         }
         for &v in verts {
             self.supports.add(v, id);
@@ -61,40 +74,33 @@ impl Contingency {
     /// Replaces `out` with every certificate supported by `vertices`, each once, in increasing
     /// id order.
     pub(super) fn contingent(&mut self, vertices: &[u32], out: &mut Vec<u32>) {
-        self.next_epoch();
         out.clear();
-        let (supports, stamps, epoch) = (&self.supports, &self.stamps[..], self.epoch);
-        let collect = |chunk: &[u32], local: &mut Vec<u32>| {
-            for &v in chunk {
-                local.extend(supports.of(v).filter(|&id| mark(stamps, id, epoch)));
-            }
+        let (supports, marks) = (&self.supports, &self.marks[..]);
+        let mark_all = |chunk: &[u32]| {
+            let ids = chunk.iter().flat_map(|&v| supports.of(v));
+            ids.fold(NO_SPAN, |span, id| {
+                mark(marks, id);
+                join(span, (id, id))
+            })
         };
-        if vertices.len() >= PARALLEL_MARK {
-            let parts: Vec<Vec<u32>> = vertices
-                .par_chunks(PARALLEL_MARK / 4)
-                .map(|chunk| {
-                    let mut local = Vec::new();
-                    collect(chunk, &mut local);
-                    local
-                })
-                .collect();
-            out.extend(parts.into_iter().flatten());
+        let (lo, hi) = if vertices.len() >= PARALLEL_MARK {
+            (vertices.par_chunks(PARALLEL_MARK / 4).map(mark_all)).reduce(|| NO_SPAN, join)
         } else {
-            collect(vertices, out);
+            mark_all(vertices)
+        };
+        if lo > hi {
+            return;
         }
-        // Which thread claims a shared certificate varies; the order must not.
-        out.sort_unstable();
-    }
-
-    /// Starts a new epoch; on wrap-around every stamp is cleared, so an old stamp can never
-    /// equal a new epoch.
-    fn next_epoch(&mut self) {
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            for s in &self.stamps {
-                s.store(0, Ordering::Relaxed);
+        for w in lo / 64..=hi / 64 {
+            let word = &marks[w as usize];
+            if word.load(Ordering::Relaxed) == 0 {
+                continue;
             }
-            self.epoch = 1;
+            let mut bits = word.swap(0, Ordering::Relaxed);
+            while bits != 0 {
+                out.push(w * 64 + bits.trailing_zeros());
+                bits &= bits - 1;
+            }
         }
     }
 }
@@ -266,7 +272,12 @@ mod tests {
         assert_eq!(out, vec![2, 5, 7]);
         g.remove(7, &[0, 1, 2, 3]);
         g.contingent(&[0, 1], &mut out);
-        assert_eq!(out, vec![2], "a new epoch, without the removed certificate");
+        assert_eq!(out, vec![2], "a new kick, without the removed certificate");
+        g.add(130, &[0]);
+        g.contingent(&[0], &mut out);
+        assert_eq!(out, vec![130], "ids past the first word of the bitset");
+        g.contingent(&[], &mut out);
+        assert!(out.is_empty());
     }
 
     #[test]
@@ -291,21 +302,6 @@ mod tests {
         assert_eq!(parallel, serial);
         assert_eq!(parallel.len(), 2 * n);
     }
-
-    #[test]
-    fn epoch_wrap_around_clears_old_stamps() {
-        let mut g = Contingency::new(1);
-        g.add(0, &[0]);
-        g.epoch = u32::MAX - 1;
-        let mut out = Vec::new();
-        g.contingent(&[0], &mut out); // stamps certificate 0 with u32::MAX
-        assert_eq!(out, vec![0]);
-        g.contingent(&[0], &mut out); // wraps to 0, clears, uses 1
-        assert_eq!(out, vec![0]);
-        assert_eq!(g.epoch, 1);
-        g.contingent(&[0], &mut out);
-        assert_eq!(out, vec![0]);
-    }
 }
 
 #[cfg(all(test, loom))]
@@ -316,15 +312,15 @@ mod loom_tests {
     #[test]
     fn concurrent_marks_claim_each_certificate_exactly_once() {
         loom::model(|| {
-            let stamps: Arc<Vec<AtomicU32>> = Arc::new((0..3).map(|_| AtomicU32::new(0)).collect());
+            let marks: Arc<Vec<AtomicU64>> = Arc::new(vec![AtomicU64::new(0)]);
             let ids = [[0u32, 1], [1, 2]];
             let handles: Vec<_> = ids
                 .iter()
                 .map(|&mine| {
-                    let stamps = Arc::clone(&stamps);
+                    let marks = Arc::clone(&marks);
                     loom::thread::spawn(move || {
                         mine.into_iter()
-                            .filter(|&id| mark(&stamps, id, 1))
+                            .filter(|&id| mark(&marks, id))
                             .collect::<Vec<u32>>()
                     })
                 })
