@@ -427,17 +427,18 @@ fn run(args: &Args, mut sim: Simulation, eta1: f64) -> Result<(), Box<dyn std::e
     let mut last_t = sim.state().t.clone();
     let (mut kicks, mut pairs) = (Vec::new(), penalized(&sim));
     let (mut windows, mut events, mut engine) = (0u64, 0u64, 0.0);
-    let mut end = args.from + args.window;
+    let count = ((args.until - args.from) / args.window - 1e-9).ceil() as u64;
+    let end = |k: u64| (args.from + (k + 1) as f64 * args.window).min(args.until);
     let mut p1 = Vec::new();
     loop {
         let started = Instant::now();
         let event = sim.step(&mut NoFrames)?;
         engine += started.elapsed().as_secs_f64();
         let time = event.map_or(f64::INFINITY, |e| e.time);
-        while time >= end.min(args.until) && end - args.window < args.until {
+        while windows < count && time >= end(windows) {
             // The event at `time` is done: a vertex it kicked is extrapolated back to the
             // window's end with its new velocity (off by one kick over time - end).
-            sim.positions_at(end.min(args.until), &mut p1);
+            sim.positions_at(end(windows), &mut p1);
             pairs.extend(penalized(&sim));
             let close = close_pairs(&free, &p0, &p1, reach);
             let w = Window {
@@ -446,12 +447,12 @@ fn run(args: &Args, mut sim: Simulation, eta1: f64) -> Result<(), Box<dyn std::e
                 close: &close,
             };
             parts.iter_mut().for_each(|p| p.record(&w));
-            (windows, end) = (windows + 1, end + args.window);
+            windows += 1;
             std::mem::swap(&mut p0, &mut p1);
             kicks.clear();
             pairs = penalized(&sim);
         }
-        let Some(event) = event.filter(|e| e.time <= args.until) else {
+        let Some(event) = event.filter(|_| windows < count) else {
             break;
         };
         events += 1;
