@@ -472,7 +472,7 @@ fn run(args: &Args, mut sim: Simulation, eta1: f64) -> Result<(), Box<dyn std::e
     let total_kicks = parts.first().map_or(0, |p| p.total_kicks);
     println!(
         "{}: {} free of {} vertices, {:.4} to {:.4} s in {windows} windows of {} s; {events} events, \
-         {total_kicks} kicks, engine {:.0} ns a kick on one machine; balance by {}; reach {reach:.3} cm",
+         {total_kicks} kicks, engine {:.0} ns a kick on one machine; deepest layer {}; balance by {}; reach {reach:.3} cm",
         sim.name(),
         free.len(),
         sim.state().len(),
@@ -480,9 +480,12 @@ fn run(args: &Args, mut sim: Simulation, eta1: f64) -> Result<(), Box<dyn std::e
         args.until,
         args.window,
         engine / total_kicks.max(1) as f64 * 1e9,
+        sim.stats().contact.as_ref().map_or(0, |c| c.deepest_layer),
         if args.by_steps { "kick rate" } else { "vertex count" },
     );
-    println!("\nper rank and window: mean (max)\n");
+    println!(
+        "\nper rank and window, mean (max); cross-rank pairs: in the whole scene, per window\n"
+    );
     println!("| ranks | ghosts | of them contact | cross-rank pairs | knots in | KiB in | rounds | neighbours | kicks | knots in / kick |");
     println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for p in &parts {
