@@ -154,7 +154,8 @@ fn bisect(
     bisect(b, x, w, first + left, count - left, owner);
 }
 
-/// `(vertex, rank)` for every vertex of `stencil` owned by another rank than a vertex of it.
+/// Pushes `(vertex, rank)` for each vertex of `stencil` and each other rank that owns a vertex of
+/// it (that rank needs the vertex as a ghost); returns whether `stencil` spans ranks.
 fn ghosts_of(stencil: &[u32], owner: &[u16], out: &mut Vec<(u32, u16)>) -> bool {
     let mut crosses = false;
     for &a in stencil {
