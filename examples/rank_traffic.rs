@@ -24,7 +24,8 @@
 //!   `ceil(log2 R)` rounds.
 //! - **Rounds**: the distinct times of a rank's ghost knots in a window: how often a rank that
 //!   exchanges halos tick by tick must hear from its neighbours.
-//! - **Computation**: a rank's kicks (knots of the vertices it owns).
+//! - **Computation**: a rank's kicks (knots of the vertices it owns), and per window the
+//!   busiest rank's kicks over the mean (load imbalance).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -240,6 +241,7 @@ struct Partition {
     rounds: Summary,
     neighbours: Summary,
     kicks: Summary,
+    imbalance: Summary,
     total_in: u64,
     total_kicks: u64,
 }
@@ -285,6 +287,7 @@ impl Partition {
             rounds: z,
             neighbours: z,
             kicks: z,
+            imbalance: z,
             total_in: 0,
             total_kicks: 0,
         }
@@ -305,9 +308,18 @@ impl Partition {
         self.cross_pairs.add(cross as f64 / 2.0); // sampled at both ends of the window
         let mut knots = vec![0u64; self.owner.len()];
         let mut kicks = vec![0u64; r];
-        for &(v, _) in w.kicks {
+        for &(v, _) in w
+            .kicks
+            .iter()
+            .filter(|&&(v, _)| self.owner[v as usize] != SHARED)
+        {
             knots[v as usize] += 1;
             kicks[self.owner[v as usize] as usize] += 1;
+        }
+        let busiest = kicks.iter().copied().max().unwrap_or(0) as f64;
+        let mean = kicks.iter().sum::<u64>() as f64 / r as f64;
+        if mean > 0.0 {
+            self.imbalance.add(busiest / mean);
         }
         let (mut count, mut contact, mut bytes, mut knots_in) =
             (vec![0u64; r], vec![0u64; r], vec![0u64; r], vec![0u64; r]);
@@ -487,11 +499,11 @@ fn run(args: &Args, mut sim: Simulation, eta1: f64) -> Result<(), Box<dyn std::e
     println!(
         "\nper rank and window, mean (max); cross-rank pairs: in the whole scene, per window\n"
     );
-    println!("| ranks | ghosts | of them contact | cross-rank pairs | knots in | KiB in | rounds | neighbours | kicks | knots in / kick |");
-    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| ranks | ghosts | of them contact | cross-rank pairs | knots in | KiB in | rounds | neighbours | kicks | knots in / kick | busiest / mean kicks |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for p in &parts {
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {} |",
             p.ranks,
             p.ghosts.show(1.0, 0),
             p.contact_ghosts.show(1.0, 0),
@@ -502,6 +514,7 @@ fn run(args: &Args, mut sim: Simulation, eta1: f64) -> Result<(), Box<dyn std::e
             p.neighbours.show(1.0, 1),
             p.kicks.show(1.0, 0),
             p.total_in as f64 / p.total_kicks.max(1) as f64,
+            p.imbalance.show(1.0, 2),
         );
     }
     Ok(())
