@@ -189,6 +189,7 @@ fn vertex_steps_are_the_family_clock_until_deep_layers_undercut_it() {
         sim.vertex_steps(&mut steps);
         let smallest = steps.iter().copied().fold(f64::INFINITY, f64::min);
         samples.push((sim.penalty_now().deepest_layer, smallest));
+        penalty_pairs_match_penalty_now(&sim);
     }
     samples.sort_by_key(|s| s.0);
     let deepest = samples.last().unwrap().0;
@@ -205,4 +206,21 @@ fn vertex_steps_are_the_family_clock_until_deep_layers_undercut_it() {
         }
     }
     assert!(samples.last().unwrap().1 < family / 10.0);
+}
+
+/// `Simulation::penalty_pairs` lists what `penalty_now` counts, and every pair of the two
+/// sheets has a vertex on each sheet (they meet head on; neither touches itself).
+fn penalty_pairs_match_penalty_now(sim: &acm::Simulation) {
+    let now = sim.penalty_now();
+    let b = sim.objects()[1].first_vertex;
+    let mut deepest = 0;
+    let mut count = 0;
+    for (vertices, layer) in sim.penalty_pairs() {
+        assert!(matches!(vertices.len(), 4 | 6), "{vertices:?}");
+        assert!(vertices.iter().any(|&v| v < b) && vertices.iter().any(|&v| v >= b));
+        assert!(vertices.iter().all(|&v| (v as usize) < sim.state().len()));
+        deepest = deepest.max(layer);
+        count += 1;
+    }
+    assert_eq!((count, deepest), (now.active_pairs, now.deepest_layer));
 }

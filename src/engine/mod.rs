@@ -484,11 +484,19 @@ impl Simulation {
     /// Penalty contact now: pairs with a layer active and the deepest active layer.
     pub fn penalty_now(&self) -> PenaltyNow {
         let mut now = PenaltyNow::default();
-        for (_, layer) in self.contact.iter().flat_map(|c| c.penalized()) {
+        for (_, layer) in self.penalty_pairs() {
             now.active_pairs += 1;
             now.deepest_layer = now.deepest_layer.max(layer);
         }
         now
+    }
+
+    /// The candidate pairs with a penalty layer active now, each as its global vertex indices
+    /// (a vertex-triangle or edge-edge pair: four; a triangle pair: six) and its deepest active
+    /// layer. Empty for a scene without contact. For tools that ask which vertices contact
+    /// couples (`examples/rank_traffic.rs`: pairs whose sides lie on different ranks).
+    pub fn penalty_pairs(&self) -> impl Iterator<Item = (&[u32], u32)> + '_ {
+        self.contact.iter().flat_map(|c| c.penalized())
     }
 
     /// Writes each vertex's time step now into `out`: the smallest clock among the force events
