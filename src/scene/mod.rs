@@ -170,6 +170,8 @@ pub struct ContactSettings {
     /// Safety factor of the layer clocks `h(l) = safety * sqrt(m_min / r(l))`, in `(0, 1]`.
     /// Energy error per impact grows with it (about 0.2% at 0.05, 5-50% at 0.5).
     pub safety: f64,
+    /// How the layer clocks follow the layer stiffnesses (default: the thesis rule).
+    pub clocks: crate::contact::layers::LayerClocks,
     /// The broad phase finding candidate pairs (default: the kinetic 18-DOP separation list).
     pub broad_phase: crate::kds::BroadPhaseKind,
 }
@@ -208,6 +210,7 @@ impl Default for ContactSettings {
             eta_exponent: 0.25,
             r_exponent: 3.0,
             safety: 0.5,
+            clocks: crate::contact::layers::LayerClocks::Thesis,
             broad_phase: crate::kds::BroadPhaseKind::Kdop18,
         }
     }

@@ -9,7 +9,7 @@ use super::motion::{feature_distance, first_four, local_feature_distance};
 use super::owners::FeatureOwners;
 use super::pair_table::PairTable;
 use crate::contact::closest::TRIANGLE_PAIR_FEATURES;
-use crate::contact::layers::LayerSchedule;
+use crate::contact::layers::{LayerClocks, LayerSchedule};
 use crate::contact::penalty::{
     edge_edge_impulse, triangle_pair_impulse, vertex_triangle_impulse, PairImpulse, PenaltyParams,
 };
@@ -33,6 +33,8 @@ pub(super) struct LayerTicks {
     friction_cap: bool,
     /// `contact.safety`, the factor of every layer clock.
     safety: f64,
+    /// `contact.clocks`, the stiffness each layer clock resolves.
+    clock_rule: LayerClocks,
     /// The lightest free vertex's mass, which sets every layer's clock.
     m_min: f64,
     /// Clocks of layers `1..=clocks.len()`, computed as layers are first reached.
@@ -77,6 +79,8 @@ pub(super) struct LayerLaw {
     pub(super) friction_cap: bool,
     /// `contact.safety`.
     pub(super) safety: f64,
+    /// `contact.clocks`.
+    pub(super) clocks: LayerClocks,
     /// One super-event per layer rather than per pair and layer.
     pub(super) layer_super_events: bool,
     /// The fastest speed contact can resolve.
@@ -103,6 +107,7 @@ impl LayerTicks {
             mu: law.mu,
             friction_cap: law.friction_cap,
             safety: law.safety,
+            clock_rule: law.clocks,
             m_min,
             clocks: Vec::new(),
             events: LayerEvents::new(law.layer_super_events),
@@ -122,8 +127,10 @@ impl LayerTicks {
     fn clock(&mut self, l: u32) -> f64 {
         while self.clocks.len() < l as usize {
             let next = self.clocks.len() as u32 + 1;
-            self.clocks
-                .push(self.schedule.clock(next, self.m_min, self.safety));
+            let h = self
+                .schedule
+                .clock_by(self.clock_rule, next, self.m_min, self.safety);
+            self.clocks.push(h);
         }
         self.clocks[l as usize - 1]
     }
