@@ -172,6 +172,11 @@ pub struct ContactSettings {
     pub safety: f64,
     /// How the layer clocks follow the layer stiffnesses (default: the thesis rule).
     pub clocks: crate::contact::layers::LayerClocks,
+    /// With `cor = 1`, give each pair at the end of its contact episode the normal impulse that
+    /// takes out the net work its layer ticks did over the episode (which the exact, conservative
+    /// layers would not have done); see `engine::contact::work_closure`. Off: the thesis's ticks
+    /// alone.
+    pub work_closure: bool,
     /// The broad phase finding candidate pairs (default: the kinetic 18-DOP separation list).
     pub broad_phase: crate::kds::BroadPhaseKind,
 }
@@ -211,6 +216,7 @@ impl Default for ContactSettings {
             r_exponent: 3.0,
             safety: 0.5,
             clocks: crate::contact::layers::LayerClocks::Thesis,
+            work_closure: true,
             broad_phase: crate::kds::BroadPhaseKind::Kdop18,
         }
     }

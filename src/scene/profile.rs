@@ -652,6 +652,7 @@ struct ContactTable {
     r_exponent: Option<f64>,
     safety: Option<f64>,
     clocks: Option<ClocksName>,
+    work_closure: Option<bool>,
     broad_phase: Option<BroadPhaseName>,
 }
 
@@ -768,6 +769,7 @@ impl ProfileFile {
             r_exponent: self.contact.r_exponent.unwrap_or(c.r_exponent),
             safety: self.contact.safety.unwrap_or(c.safety),
             clocks: self.contact.clocks.map_or(c.clocks, Into::into),
+            work_closure: self.contact.work_closure.unwrap_or(c.work_closure),
             broad_phase: self.contact.broad_phase.map_or(c.broad_phase, Into::into),
         };
         let mut objects = Vec::new();

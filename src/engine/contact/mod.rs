@@ -21,6 +21,7 @@ mod layer_ticks;
 mod motion;
 mod owners;
 mod pair_table;
+mod work_closure;
 
 use motion::{feature_distance, first_four, local_feature_distance, Motion};
 
@@ -131,6 +132,8 @@ pub(super) struct ContactSetup {
     pub(super) safety: f64,
     /// How the layer clocks follow the layer stiffnesses (`contact.clocks`).
     pub(super) clocks: LayerClocks,
+    /// Close the work of fully elastic contact episodes (`contact.work_closure`).
+    pub(super) work_closure: bool,
     pub(super) window: f64,
     pub(super) broad_phase: BroadPhaseKind,
     /// One penalty event per layer rather than per pair and layer (`speed.layer_super_events`).
@@ -211,6 +214,7 @@ impl Contact {
                     friction_cap: setup.friction_cap,
                     safety: setup.safety,
                     clocks: setup.clocks,
+                    work_closure: setup.work_closure,
                     layer_super_events: setup.layer_super_events,
                     speed_limit: setup.speed_limit,
                 },
