@@ -1,27 +1,29 @@
-//! Work closure of fully elastic contact episodes (`contact.work_closure`).
+//! Work closure of fully elastic contact (`contact.work_closure`).
 //!
-//! A pair's contact *episode* runs from the activation of its first layer to the lazy
-//! deactivation of that layer. With `cor = 1` the layers are one conservative potential of the
-//! pair's four vertices, zero at both ends of the episode, so over the episode its forces do no
-//! net work. The layer ticks do: each layer crossed between two ticks of its clock adds an error
-//! of order `(h omega)^2` of the pair's kinetic energy, random in sign, and a scene that keeps
-//! bouncing compounds it into a runaway (README, known limitations).
+//! With `cor = 1` a pair's layers are one conservative potential of its four vertices, zero
+//! whenever the pair is outside its outermost layer (`d >= eta(1)`). Between two moments at
+//! which it is outside, the exact layers therefore do no net work on the pair. The layer ticks
+//! do: each layer crossed between two ticks of its clock adds an error of order `(h omega)^2`
+//! of the pair's kinetic energy, random in sign, and a scene that keeps bouncing compounds it
+//! into a runaway (README, known limitations).
 //!
 //! The closure keeps, per pair, the kinetic energy its normal impulses have put into its free
-//! vertices over the episode (each vertex's `J . v + |J|^2 / (2 m)`, with `v` its velocity just
-//! before, in the order the impulses are applied: exact), and at the tick that ends the episode
-//! gives the pair one more normal impulse, along its closest-point normal with its
-//! closest-point weights, that takes that energy back out (or puts it back). The impulse is
-//! applied at a tick of the layer clock, is equal and opposite on the two sides with lever
-//! parallel to the normal (momentum and angular momentum conserved to round-off), and leaves a
-//! separating pair separating; it never changes a clock. Friction's tangential impulses are
-//! not counted: their work is meant.
+//! vertices since it was last found outside (each vertex's `J . v + |J|^2 / (2 m)`, with `v`
+//! its velocity just before, in the order the impulses are applied: exact). At every layer tick
+//! that finds the pair outside its outermost layer, that energy is exactly the ticks' error, and
+//! the pair gets one more normal impulse, along its closest-point normal with its closest-point
+//! weights, that takes it back out (or puts it back). The impulse is applied at a tick of a
+//! layer clock, is equal and opposite on the two sides with lever parallel to the normal
+//! (momentum and angular momentum conserved to round-off), and keeps the sign of the pair's
+//! relative normal velocity; it never changes a clock. Friction's tangential impulses are not
+//! counted: their work is meant.
 //!
-//! An episode is left open (no closure) when its work is not the potential's: a feature pair
-//! that does not own its contact point at a tick inside a layer (another pair acts for it,
-//! `owners.rs`), a vertex moved by a script (it does work on the pair), triangle-pair contact
-//! (`speed.triangle_pairs`), or a closing impulse that would have to stop the pair's
-//! separation. With `cor < 1` the layers are not conservative and nothing is closed.
+//! The work is not the potential's, and is dropped at the next tick outside, when a feature
+//! pair did not own its contact point at a tick inside a layer (another pair acted for it,
+//! `owners.rs`), when a vertex was moved by a script (it does work on the pair), and for
+//! triangle-pair contact (`speed.triangle_pairs`). Work that one impulse cannot take out
+//! without turning the pair's normal motion round stays for a later tick. With `cor < 1` the
+//! layers are not conservative and nothing is closed.
 
 use glam::DVec3;
 
