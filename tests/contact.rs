@@ -217,6 +217,18 @@ fn converging_layer_schedule_is_rejected() {
 }
 
 #[test]
+fn the_layer_clock_rule_is_validated_and_both_rules_run() {
+    let (code, stderr) = particle_floor_with(&["contact.clocks=sideways"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("contact.clocks"), "{stderr}");
+    assert!(stderr.contains("`thesis` or `stack`"), "{stderr}");
+    for rule in ["thesis", "stack"] {
+        let (code, stderr) = particle_floor_with(&[&format!("contact.clocks={rule}")]);
+        assert_eq!(code, Some(0), "{rule}: {stderr}");
+    }
+}
+
+#[test]
 fn start_closer_than_eta1_is_rejected_naming_the_pair() {
     let (code, stderr) = particle_floor_with(&["object.particle.translate=[0.3, 0.05, 0.2]"]);
     assert_eq!(code, Some(2), "{stderr}");
