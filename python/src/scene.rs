@@ -65,7 +65,8 @@ fn contact(settings: Option<&Bound<'_, PyDict>>) -> PyResult<ContactSettings> {
             friction_cap,
             eta_exponent,
             r_exponent,
-            safety
+            safety,
+            work_closure
         ]
     )?;
     Ok(c)

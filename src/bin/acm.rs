@@ -607,7 +607,7 @@ fn info(args: InfoArgs) -> Result<(), Failure> {
             c.r1,
             c.cor,
             c.friction,
-            schedule.clock(10, lo, c.safety)
+            schedule.clock_by(c.clocks, 10, lo, c.safety)
         );
     } else {
         println!("  contact: off");

@@ -42,6 +42,22 @@ impl LayerLaw {
     }
 }
 
+/// How each layer's clock is chosen from the layer stiffnesses (`contact.clocks`).
+///
+/// Both rules give fixed, regular clocks, one per layer, that never change during a run; they
+/// differ only in which stiffness a layer's clock must resolve.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LayerClocks {
+    /// The thesis rule (§6.1): `h(l) = safety * sqrt(m_min / r(l))`, stable for layer `l` alone.
+    #[default]
+    Thesis,
+    /// `h(l) = safety * sqrt(m_min / (r(1) + ... + r(l)))`: a pair inside layer `l` is also
+    /// inside every shallower layer, so layer `l`'s clock resolves the combined stiffness of the
+    /// whole stack down to it (about `r1 l^4 / 4` for the thesis law), not `r(l)` alone. Equal to
+    /// the thesis clock for layer 1, finer by about `2 / sqrt(l)` deep down.
+    Stack,
+}
+
 /// A rejected layer schedule: which parameter (as named in a scene profile) and why.
 #[derive(Clone, Debug, PartialEq, Error)]
 #[error("{field}: {reason}")]
@@ -179,8 +195,24 @@ impl LayerSchedule {
     /// vertices) gives an infinite clock.
     #[inline]
     pub fn clock(&self, l: u32, m_min: f64, safety: f64) -> f64 {
+        self.clock_by(LayerClocks::Thesis, l, m_min, safety)
+    }
+
+    /// The stiffness the clock of layer `l` must resolve under `rule`: `r(l)` for
+    /// [`LayerClocks::Thesis`], `r(1) + ... + r(l)` for [`LayerClocks::Stack`].
+    pub fn clock_stiffness(&self, rule: LayerClocks, l: u32) -> f64 {
+        match rule {
+            LayerClocks::Thesis => self.r(l),
+            LayerClocks::Stack => (1..=l.max(1)).map(|k| self.r(k)).sum(),
+        }
+    }
+
+    /// The clock of layer `l` under `rule`: `safety * sqrt(m_min / k)` with `k` from
+    /// [`Self::clock_stiffness`]; [`Self::clock`] for [`LayerClocks::Thesis`], and defined for
+    /// the same degenerate input.
+    pub fn clock_by(&self, rule: LayerClocks, l: u32, m_min: f64, safety: f64) -> f64 {
         let m = m_min.max(0.0);
-        safety.max(0.0) * (m / self.r(l)).sqrt()
+        safety.max(0.0) * (m / self.clock_stiffness(rule, l)).sqrt()
     }
 
     /// Energy of layer `l` at distance `d`: `0.5 r(l) (eta(l) - d)^2` for `d < eta(l)`, else 0.
@@ -370,6 +402,33 @@ mod tests {
         }
         assert_eq!(s.clock(1, -1.0, 0.5), 0.0);
         assert_eq!(s.clock(1, f64::INFINITY, 0.5), f64::INFINITY);
+    }
+
+    #[test]
+    fn stack_clocks_resolve_the_combined_stiffness() {
+        let s = thesis();
+        let (m, c) = (0.01, DEFAULT_CLOCK_SAFETY);
+        assert_eq!(
+            s.clock_by(LayerClocks::Stack, 1, m, c),
+            s.clock(1, m, c),
+            "layer 1 alone is its own stack"
+        );
+        let mut previous = f64::INFINITY;
+        for l in 1..=400u32 {
+            let h = s.clock_by(LayerClocks::Stack, l, m, c);
+            let combined: f64 = (1..=l).map(|k| s.r(k)).sum();
+            assert!(
+                (h / (c * (m / combined).sqrt()) - 1.0).abs() < 1e-12,
+                "l = {l}"
+            );
+            assert!(h < previous && h <= s.clock(l, m, c), "l = {l}");
+            previous = h;
+        }
+        // sum_{k <= l} k^3 = (l (l + 1) / 2)^2, so the ratio to the thesis clock is
+        // 2 sqrt(l) / (l + 1), about 2 / sqrt(l).
+        let ratio = s.clock_by(LayerClocks::Stack, 100, m, c) / s.clock(100, m, c);
+        assert!((ratio - 20.0 / 101.0).abs() < 1e-12, "{ratio}");
+        assert_eq!(s.clock_by(LayerClocks::Stack, 0, m, c), s.clock(1, m, c));
     }
 
     #[test]

@@ -309,6 +309,8 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
             mu: scene.contact.friction,
             friction_cap: scene.contact.friction_cap,
             safety: scene.contact.safety,
+            clocks: scene.contact.clocks,
+            work_closure: scene.contact.work_closure,
             window: (BROAD_PHASE_WINDOW_TICKS * external_clock).min(scene.frame_interval),
             broad_phase: scene.contact.broad_phase,
             layer_super_events: scene.speed.layer_super_events,

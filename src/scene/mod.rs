@@ -168,8 +168,16 @@ pub struct ContactSettings {
     /// Layer stiffness law `r(l) = r1 * l^r_exponent` (thesis: 3).
     pub r_exponent: f64,
     /// Safety factor of the layer clocks `h(l) = safety * sqrt(m_min / r(l))`, in `(0, 1]`.
-    /// Energy error per impact grows with it (about 0.2% at 0.05, 5-50% at 0.5).
+    /// The layer ticks' energy error per impact grows with it (about 0.2% at 0.05, 5-50% at
+    /// 0.5); [`Self::work_closure`] takes it out for elastic contact.
     pub safety: f64,
+    /// How the layer clocks follow the layer stiffnesses (default: the thesis rule).
+    pub clocks: crate::contact::layers::LayerClocks,
+    /// With `cor = 1`, whenever a pair is found outside its outermost layer at a layer tick,
+    /// give it the normal impulse that takes out the net work its layer ticks did since it was
+    /// last outside (the layers' potential, zero there, did none); see the README's known
+    /// limitations. Off: the thesis's ticks alone.
+    pub work_closure: bool,
     /// The broad phase finding candidate pairs (default: the kinetic 18-DOP separation list).
     pub broad_phase: crate::kds::BroadPhaseKind,
 }
@@ -208,6 +216,8 @@ impl Default for ContactSettings {
             eta_exponent: 0.25,
             r_exponent: 3.0,
             safety: 0.5,
+            clocks: crate::contact::layers::LayerClocks::Thesis,
+            work_closure: true,
             broad_phase: crate::kds::BroadPhaseKind::Kdop18,
         }
     }

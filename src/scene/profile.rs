@@ -18,6 +18,7 @@ use super::{
     OnUnresolved, Scene, SceneError, SceneObject, ScriptSpec, SpeedSettings, SyncSettings,
     VertexSet,
 };
+use crate::contact::layers::LayerClocks;
 use crate::kds::BroadPhaseKind;
 use crate::mesh::{self, TriMesh};
 
@@ -650,7 +651,26 @@ struct ContactTable {
     eta_exponent: Option<f64>,
     r_exponent: Option<f64>,
     safety: Option<f64>,
+    clocks: Option<ClocksName>,
+    work_closure: Option<bool>,
     broad_phase: Option<BroadPhaseName>,
+}
+
+/// `contact.clocks` values (see `LayerClocks`).
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum ClocksName {
+    Thesis,
+    Stack,
+}
+
+impl From<ClocksName> for LayerClocks {
+    fn from(name: ClocksName) -> Self {
+        match name {
+            ClocksName::Thesis => Self::Thesis,
+            ClocksName::Stack => Self::Stack,
+        }
+    }
 }
 
 /// `contact.broad_phase` values (see `BroadPhaseKind`).
@@ -748,6 +768,8 @@ impl ProfileFile {
             eta_exponent: self.contact.eta_exponent.unwrap_or(c.eta_exponent),
             r_exponent: self.contact.r_exponent.unwrap_or(c.r_exponent),
             safety: self.contact.safety.unwrap_or(c.safety),
+            clocks: self.contact.clocks.map_or(c.clocks, Into::into),
+            work_closure: self.contact.work_closure.unwrap_or(c.work_closure),
             broad_phase: self.contact.broad_phase.map_or(c.broad_phase, Into::into),
         };
         let mut objects = Vec::new();

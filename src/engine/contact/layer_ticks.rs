@@ -8,8 +8,9 @@ use rayon::prelude::*;
 use super::motion::{feature_distance, first_four, local_feature_distance};
 use super::owners::FeatureOwners;
 use super::pair_table::PairTable;
+use super::work_closure::WorkClosure;
 use crate::contact::closest::TRIANGLE_PAIR_FEATURES;
-use crate::contact::layers::LayerSchedule;
+use crate::contact::layers::{LayerClocks, LayerSchedule};
 use crate::contact::penalty::{
     edge_edge_impulse, triangle_pair_impulse, vertex_triangle_impulse, PairImpulse, PenaltyParams,
 };
@@ -33,11 +34,15 @@ pub(super) struct LayerTicks {
     friction_cap: bool,
     /// `contact.safety`, the factor of every layer clock.
     safety: f64,
+    /// `contact.clocks`, the stiffness each layer clock resolves.
+    clock_rule: LayerClocks,
     /// The lightest free vertex's mass, which sets every layer's clock.
     m_min: f64,
     /// Clocks of layers `1..=clocks.len()`, computed as layers are first reached.
     clocks: Vec<f64>,
     events: LayerEvents,
+    /// The open contact episodes' work (`contact.work_closure`).
+    closure: WorkClosure,
     /// A tick that speeds a vertex past this stops the run (`Scene::resolvable_speed`).
     speed_limit: f64,
     /// Per vertex: the tick that last collected it (dedupes the kicked vertices).
@@ -77,6 +82,10 @@ pub(super) struct LayerLaw {
     pub(super) friction_cap: bool,
     /// `contact.safety`.
     pub(super) safety: f64,
+    /// `contact.clocks`.
+    pub(super) clocks: LayerClocks,
+    /// `contact.work_closure`.
+    pub(super) work_closure: bool,
     /// One super-event per layer rather than per pair and layer.
     pub(super) layer_super_events: bool,
     /// The fastest speed contact can resolve.
@@ -103,9 +112,11 @@ impl LayerTicks {
             mu: law.mu,
             friction_cap: law.friction_cap,
             safety: law.safety,
+            clock_rule: law.clocks,
             m_min,
             clocks: Vec::new(),
             events: LayerEvents::new(law.layer_super_events),
+            closure: WorkClosure::new(law.work_closure, law.cor),
             speed_limit: law.speed_limit,
             vertex_stamp: vec![0; vertices],
             vertex_epoch: 0,
@@ -122,8 +133,10 @@ impl LayerTicks {
     fn clock(&mut self, l: u32) -> f64 {
         while self.clocks.len() < l as usize {
             let next = self.clocks.len() as u32 + 1;
-            self.clocks
-                .push(self.schedule.clock(next, self.m_min, self.safety));
+            let h = self
+                .schedule
+                .clock_by(self.clock_rule, next, self.m_min, self.safety);
+            self.clocks.push(h);
         }
         self.clocks[l as usize - 1]
     }
@@ -159,6 +172,9 @@ impl LayerTicks {
         };
         self.events.join(l, h, member, t, sched.table, sched.queue);
         pairs.active[i] = l;
+        if l == 1 {
+            self.closure.begin(id, pairs.key[i]);
+        }
         let stats = &mut self.stats;
         stats.deepest_layer = stats.deepest_layer.max(l);
         if stats.penalty_events_per_layer.len() < l as usize {
@@ -206,17 +222,16 @@ impl LayerTicks {
         }
         let mut kicked = std::mem::take(&mut self.kicked);
         kicked.clear();
+        let eta = params.eta;
+        let outermost = self.schedule.eta1;
         for (m, result) in members.iter().zip(&impulses) {
             self.stats.min_distance = self.stats.min_distance.min(result.distance);
             let verts = &pairs.verts[m.pair as usize][..m.key.vertex_count()];
-            for (k, &vert) in verts.iter().enumerate() {
-                let before = state.v[vert as usize];
-                state.apply_impulse(vert as usize, t, result.impulses[k]);
-                if state.v[vert as usize] != before
-                    && self.vertex_stamp[vert as usize] != self.vertex_epoch
-                {
-                    self.vertex_stamp[vert as usize] = self.vertex_epoch;
-                    kicked.push(vert);
+            self.closure.record(m.pair, verts, result, eta, state);
+            self.apply(state, verts, &result.impulses, t, &mut kicked);
+            if result.distance >= outermost {
+                if let Some(closing) = self.closure.close(m.pair, m.key, verts, state, t) {
+                    self.apply(state, verts, &closing, t, &mut kicked);
                 }
             }
         }
@@ -238,6 +253,28 @@ impl LayerTicks {
             members,
             kicked,
         })
+    }
+
+    /// Applies `impulses` to `verts` at `t`, adding each vertex whose velocity changed to
+    /// `kicked` once per tick.
+    fn apply(
+        &mut self,
+        state: &mut VertexState,
+        verts: &[u32],
+        impulses: &[DVec3],
+        t: f64,
+        kicked: &mut Vec<u32>,
+    ) {
+        for (&vert, &impulse) in verts.iter().zip(impulses) {
+            let before = state.v[vert as usize];
+            state.apply_impulse(vert as usize, t, impulse);
+            if state.v[vert as usize] != before
+                && self.vertex_stamp[vert as usize] != self.vertex_epoch
+            {
+                self.vertex_stamp[vert as usize] = self.vertex_epoch;
+                kicked.push(vert);
+            }
+        }
     }
 
     /// The end of a tick: members that have left their deepest layer are dropped (lazy

@@ -21,13 +21,14 @@ mod layer_ticks;
 mod motion;
 mod owners;
 mod pair_table;
+mod work_closure;
 
 use motion::{feature_distance, first_four, local_feature_distance, Motion};
 
 use super::triangle_pairs::TriangleTopology;
 use super::{ObjectRange, RunError};
 use crate::contact::closest::TRIANGLE_PAIR_FEATURES;
-use crate::contact::layers::LayerSchedule;
+use crate::contact::layers::{LayerClocks, LayerSchedule};
 use crate::contact::ContactKey;
 use crate::contact::PairKey;
 use crate::events::{EventId, EventKind, EventQueue, Scheduler};
@@ -129,6 +130,10 @@ pub(super) struct ContactSetup {
     pub(super) mu: f64,
     pub(super) friction_cap: bool,
     pub(super) safety: f64,
+    /// How the layer clocks follow the layer stiffnesses (`contact.clocks`).
+    pub(super) clocks: LayerClocks,
+    /// Close the work of fully elastic contact episodes (`contact.work_closure`).
+    pub(super) work_closure: bool,
     pub(super) window: f64,
     pub(super) broad_phase: BroadPhaseKind,
     /// One penalty event per layer rather than per pair and layer (`speed.layer_super_events`).
@@ -208,6 +213,8 @@ impl Contact {
                     mu: setup.mu,
                     friction_cap: setup.friction_cap,
                     safety: setup.safety,
+                    clocks: setup.clocks,
+                    work_closure: setup.work_closure,
                     layer_super_events: setup.layer_super_events,
                     speed_limit: setup.speed_limit,
                 },

@@ -1,0 +1,178 @@
+//! Work closure of fully elastic contact (`contact.work_closure`).
+//!
+//! With `cor = 1` a pair's layers are one conservative potential of its four vertices, zero
+//! whenever the pair is outside its outermost layer (`d >= eta(1)`). Between two moments at
+//! which it is outside, the exact layers therefore do no net work on the pair. The layer ticks
+//! do: each layer crossed between two ticks of its clock adds an error of order `(h omega)^2`
+//! of the pair's kinetic energy, random in sign, and a scene that keeps bouncing compounds it
+//! into a runaway (README, known limitations).
+//!
+//! The closure keeps, per pair, the kinetic energy its normal impulses have put into its free
+//! vertices since it was last found outside (each vertex's `J . v + |J|^2 / (2 m)`, with `v`
+//! its velocity just before, in the order the impulses are applied: exact). At every layer tick
+//! that finds the pair outside its outermost layer, that energy is exactly the ticks' error, and
+//! the pair gets one more normal impulse, along its closest-point normal with its closest-point
+//! weights, that takes it back out (or puts it back). The impulse is applied at a tick of a
+//! layer clock, is equal and opposite on the two sides with lever parallel to the normal
+//! (momentum and angular momentum conserved to round-off), and keeps the sign of the pair's
+//! relative normal velocity; it never changes a clock. Friction's tangential impulses are not
+//! counted: their work is meant.
+//!
+//! The work is not the potential's, and is dropped at the next tick outside, when a feature
+//! pair did not own its contact point at a tick inside a layer (another pair acted for it,
+//! `owners.rs`), when a vertex was moved by a script (it does work on the pair), and for
+//! triangle-pair contact (`speed.triangle_pairs`). Work that one impulse cannot take out
+//! without turning the pair's normal motion round stays for a later tick. With `cor < 1` the
+//! layers are not conservative and nothing is closed.
+
+use glam::DVec3;
+
+use crate::contact::closest::{edge_edge, vertex_triangle};
+use crate::contact::penalty::PairImpulse;
+use crate::contact::{ContactKey, PairKey};
+use crate::state::VertexState;
+
+/// The open episodes' work, per candidate pair slot.
+#[derive(Debug)]
+pub(super) struct WorkClosure {
+    /// Whether episodes are closed at all (`contact.work_closure` and `cor = 1`).
+    enabled: bool,
+    /// Kinetic energy the pair's normal impulses have put in since its episode began.
+    work: Vec<f64>,
+    /// Whether the episode's work is still the potential's (see the module docs).
+    open: Vec<bool>,
+    /// The pair each slot's work belongs to.
+    key: Vec<Option<ContactKey>>,
+}
+
+impl WorkClosure {
+    /// Closure on or off: on only for `setting` and `cor == 1`.
+    pub(super) fn new(setting: bool, cor: f64) -> Self {
+        Self {
+            enabled: setting && cor == 1.0,
+            work: Vec::new(),
+            open: Vec::new(),
+            key: Vec::new(),
+        }
+    }
+
+    /// Pair `pair`, of kind `key`, begins an episode (its first layer was activated). Work
+    /// that its previous episode could not close is carried over: between episodes the pair's
+    /// potential is zero, so it is still the ticks' error.
+    pub(super) fn begin(&mut self, pair: u32, key: ContactKey) {
+        if !self.enabled {
+            return;
+        }
+        let i = pair as usize;
+        if self.work.len() <= i {
+            self.work.resize(i + 1, 0.0);
+            self.open.resize(i + 1, false);
+            self.key.resize(i + 1, None);
+        }
+        if !(self.open[i] && self.key[i] == Some(key)) {
+            self.work[i] = 0.0;
+            self.open[i] = matches!(key, ContactKey::Feature(_));
+            self.key[i] = Some(key);
+        }
+    }
+
+    /// Records the impulses of `tick` (one tick of a layer of thickness `eta`) about to be
+    /// applied to the pair's vertices `verts`. Call before applying them.
+    pub(super) fn record(
+        &mut self,
+        pair: u32,
+        verts: &[u32],
+        tick: &PairImpulse<6>,
+        eta: f64,
+        state: &VertexState,
+    ) {
+        let i = pair as usize;
+        if !self.enabled || !self.open[i] {
+            return;
+        }
+        let impulses = &tick.impulses[..verts.len()];
+        // With cor = 1 a pair inside the layer that owns its contact point is pushed.
+        let acts = impulses.iter().any(|&j| j != DVec3::ZERO);
+        if tick.distance < eta && !acts {
+            self.open[i] = false;
+            return;
+        }
+        let normal = tick.normal;
+        let mut work = 0.0;
+        for (&vert, &j) in verts.iter().zip(impulses) {
+            let v = vert as usize;
+            let w = state.inv_mass[v];
+            if w == 0.0 {
+                if state.v[v] != DVec3::ZERO {
+                    self.open[i] = false;
+                    return;
+                }
+                continue;
+            }
+            let jn = j.dot(normal);
+            work += jn * normal.dot(state.v[v]) + 0.5 * w * jn * jn;
+        }
+        self.work[i] += work;
+    }
+
+    /// The impulses that close the open work of pair `pair` (key `key`, vertices `verts`) at
+    /// time `t`, a tick at which the pair is outside its outermost layer (its potential is
+    /// zero), or `None`. An episode that was not the potential's starts afresh here. The
+    /// impulse keeps the sign of the pair's relative normal velocity; when it cannot (the
+    /// energy to take out exceeds that motion's), the work stays open for a later tick.
+    pub(super) fn close(
+        &mut self,
+        pair: u32,
+        key: ContactKey,
+        verts: &[u32],
+        state: &VertexState,
+        t: f64,
+    ) -> Option<[DVec3; 4]> {
+        let i = pair as usize;
+        if !self.enabled {
+            return None;
+        }
+        if !self.open[i] {
+            self.open[i] = matches!(key, ContactKey::Feature(_));
+            self.work[i] = 0.0;
+            return None;
+        }
+        let work = self.work[i];
+        if work == 0.0 {
+            return None;
+        }
+        let x: [DVec3; 4] = std::array::from_fn(|k| state.position_at(verts[k] as usize, t));
+        let c = match key {
+            ContactKey::Feature(PairKey::VertexTriangle(..)) => {
+                let w = vertex_triangle(x[0], x[1], x[2], x[3]).weights;
+                [1.0, -w[0], -w[1], -w[2]]
+            }
+            ContactKey::Feature(PairKey::EdgeEdge(..)) => {
+                let cl = edge_edge(x[0], x[1], x[2], x[3]);
+                [1.0 - cl.s, cl.s, -(1.0 - cl.t), -cl.t]
+            }
+            ContactKey::Triangles(..) => return None,
+        };
+        let normal = weighted(c, x).try_normalize()?;
+        let v: [DVec3; 4] = std::array::from_fn(|k| state.v[verts[k] as usize]);
+        let inv_mass: [f64; 4] = std::array::from_fn(|k| state.inv_mass[verts[k] as usize]);
+        // Relative normal velocity u and effective inverse mass K: an impulse lambda c_k n
+        // changes the kinetic energy by lambda u + K lambda^2 / 2 and u to u + K lambda.
+        let u = weighted(c, v).dot(normal);
+        let k: f64 = (0..4).map(|m| c[m] * c[m] * inv_mass[m]).sum();
+        // lambda u + K lambda^2 / 2 = -work, the root that keeps the sign of u:
+        // u + K lambda = sign(u) sqrt(u^2 - 2 K work).
+        let disc = u * u - 2.0 * k * work;
+        if !(u != 0.0 && k > 0.0 && disc > 0.0) {
+            return None;
+        }
+        let lambda = (disc.sqrt().copysign(u) - u) / k;
+        self.work[i] = 0.0;
+        Some(c.map(|cm| cm * lambda * normal))
+    }
+}
+
+/// `sum_k c_k a_k`.
+fn weighted(c: [f64; 4], a: [DVec3; 4]) -> DVec3 {
+    c[0] * a[0] + c[1] * a[1] + c[2] * a[2] + c[3] * a[3]
+}
