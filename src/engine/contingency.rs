@@ -31,6 +31,19 @@ pub(super) struct Contingency {
     epoch: u32,
 }
 
+impl Clone for Contingency {
+    /// A copy with the same lists and stamps (read while no kick is marking).
+    fn clone(&self) -> Self {
+        Self {
+            supports: self.supports.clone(),
+            stamps: (self.stamps.iter())
+                .map(|s| AtomicU32::new(s.load(Ordering::Relaxed)))
+                .collect(),
+            epoch: self.epoch,
+        }
+    }
+}
+
 impl Contingency {
     /// A graph over `vertices` vertices with no certificates.
     pub(super) fn new(vertices: usize) -> Self {
@@ -119,7 +132,7 @@ struct Block {
 /// `Vec` a vertex would cost its 24-byte header and a heap allocation of its own. Blocks emptied
 /// by removals go to a free chain and are reused. The order of a vertex's ids is not kept
 /// (callers sort what they collect).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct SupportLists {
     head: Vec<u32>,
     blocks: Vec<Block>,

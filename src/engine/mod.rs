@@ -8,6 +8,7 @@ mod build;
 mod contact;
 mod contingency;
 mod layer_events;
+mod speculative;
 mod stats;
 mod triangle_pairs;
 mod warm_workers;
@@ -331,6 +332,8 @@ pub struct Simulation {
     time: f64,
     scratch: Vec<DVec3>,
     contact: Option<contact::Contact>,
+    /// The speculative scheduler, when `contact.scheduler = "speculative"`.
+    speculative: Option<Box<speculative::Speculative>>,
     /// Every vertex's velocity changed at `time` and the certificates have not been re-timed
     /// yet: done once after the last of the simultaneous whole-mesh force ticks.
     pending_global_kick: bool,
@@ -557,7 +560,11 @@ impl Simulation {
     /// run is the same sequence of steps as [`Self::run_until`] takes.
     pub fn step(&mut self, sink: &mut dyn FrameSink) -> Result<Option<Processed>, RunError> {
         let started = Instant::now();
-        let result = self.process_next(f64::INFINITY, sink);
+        let result = if self.speculative.is_some() {
+            speculative::step(self, sink)
+        } else {
+            self.process_next(f64::INFINITY, sink)
+        };
         self.stats.wall_seconds += started.elapsed().as_secs_f64();
         self.refresh_stats();
         result
@@ -582,6 +589,9 @@ impl Simulation {
     }
 
     fn event_loop(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), RunError> {
+        if self.speculative.is_some() {
+            return speculative::run_until(self, until, sink);
+        }
         while self.process_next(until, sink)?.is_some() {
             if self.stop_requested() {
                 self.stats.interrupted = true;

@@ -14,9 +14,9 @@ use glam::{DQuat, DVec3, EulerRot};
 use serde::Deserialize;
 
 use super::{
-    ContactSettings, FailSafe, ForceSpec, ImplicitSettings, IntegratorSettings, Material, Method,
-    OnUnresolved, Scene, SceneError, SceneObject, ScriptSpec, SpeedSettings, SyncSettings,
-    VertexSet,
+    ContactScheduler, ContactSettings, FailSafe, ForceSpec, ImplicitSettings, IntegratorSettings,
+    Material, Method, OnUnresolved, Scene, SceneError, SceneObject, ScriptSpec, SpeedSettings,
+    SyncSettings, VertexSet,
 };
 use crate::kds::BroadPhaseKind;
 use crate::mesh::{self, TriMesh};
@@ -651,6 +651,15 @@ struct ContactTable {
     r_exponent: Option<f64>,
     safety: Option<f64>,
     broad_phase: Option<BroadPhaseName>,
+    scheduler: Option<SchedulerName>,
+}
+
+/// `contact.scheduler` values (see `ContactScheduler`).
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum SchedulerName {
+    Kds,
+    Speculative,
 }
 
 /// `contact.broad_phase` values (see `BroadPhaseKind`).
@@ -749,6 +758,11 @@ impl ProfileFile {
             r_exponent: self.contact.r_exponent.unwrap_or(c.r_exponent),
             safety: self.contact.safety.unwrap_or(c.safety),
             broad_phase: self.contact.broad_phase.map_or(c.broad_phase, Into::into),
+            scheduler: match self.contact.scheduler {
+                Some(SchedulerName::Speculative) => ContactScheduler::Speculative,
+                Some(SchedulerName::Kds) => ContactScheduler::Kds,
+                None => c.scheduler,
+            },
         };
         let mut objects = Vec::new();
         let mut origin = Vec::new();
