@@ -39,8 +39,14 @@ use crate::profile::zone;
 /// The first window, as a fraction of the frame interval.
 const FIRST_WINDOW: f64 = 1.0 / 8.0;
 
-/// A window that commits at its first run makes the next this much longer.
+/// A window that commits after at most [`CALM_ROLLBACKS`] rollbacks makes the next this much
+/// longer; one that needed more makes the next half as long. A window costs a check of every
+/// vertex however short it is, and a pair in lasting contact finds a layer to switch on in
+/// most windows, so one rollback is no reason to shrink.
 const GROWTH: f64 = 1.5;
+
+/// See [`GROWTH`].
+const CALM_ROLLBACKS: u64 = 2;
 
 /// Windows never get shorter than this fraction of the frame interval by rollbacks.
 const SHORTEST_WINDOW: f64 = 1e-6;
@@ -156,13 +162,7 @@ impl Speculative {
             }
             rollbacks += 1;
             self.checkpoint.restore(sim);
-            let earliest = found.iter().map(|v| v.time).fold(f64::INFINITY, f64::min);
-            let half = start + 0.5 * (end - start);
-            if !last && half - start >= SHORTEST_WINDOW * self.longest {
-                end = half.max(earliest);
-            }
             self.pending.extend(found);
-            self.pending.retain(|v| v.time <= end);
             self.pending.sort_unstable_by(|a, b| {
                 (a.time.total_cmp(&b.time))
                     .then(a.key.cmp(&b.key))
@@ -177,10 +177,10 @@ impl Speculative {
         });
         contact.count_window(rollbacks);
         self.committed = end;
-        self.length = if rollbacks == 0 {
+        self.length = if rollbacks <= CALM_ROLLBACKS {
             (GROWTH * self.length).min(self.longest)
         } else {
-            (end - start).max(SHORTEST_WINDOW * self.longest)
+            (0.5 * (end - start)).max(SHORTEST_WINDOW * self.longest)
         };
         Ok(processed)
     }
