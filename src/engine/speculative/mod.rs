@@ -12,8 +12,9 @@
 //!    of its clock after that: the KDS rule);
 //! 3. look over the recorded paths for pairs that came within `ACTIVATION * eta(l)` of a layer
 //!    `l` they did not have ([`retrospective`]);
-//! 4. if there are any, restore the saved state, shorten the window, and run it again with
-//!    those layers switched on; otherwise commit.
+//! 4. if there are any, restore the saved state and run the window again with the earliest
+//!    of them switched on as well (the paths before it stay as recorded, so it is on time; the
+//!    later ones may not be once its layer acts); otherwise commit.
 //!
 //! The two schedulers share the pair table and the layer ticks and apply the same activation
 //! rule, so they differ only in when a layer is found to be needed. Windows never straddle a
@@ -44,6 +45,10 @@ const FIRST_WINDOW: f64 = 1.0 / 8.0;
 /// vertex however short it is, and a pair in lasting contact finds a layer to switch on in
 /// most windows, so one rollback is no reason to shrink.
 const GROWTH: f64 = 1.5;
+
+/// A window run again more often than this stops the run (a bug: each run switches on a
+/// layer the last one needed).
+const MAX_ROLLBACKS: u64 = 10_000;
 
 /// See [`GROWTH`].
 const CALM_ROLLBACKS: u64 = 2;
@@ -161,8 +166,20 @@ impl Speculative {
                 break processed;
             }
             rollbacks += 1;
+            if rollbacks > MAX_ROLLBACKS {
+                return Err(RunError::Internal {
+                    time: start,
+                    event: 0,
+                    message: format!("the window [{start}, {end}] s did not come clean"),
+                });
+            }
             self.checkpoint.restore(sim);
-            self.pending.extend(found);
+            // Only the earliest: the paths after it change once its layer is on, so later
+            // finds could be late on the new paths. Before it they stay as recorded, so every
+            // layer switched on is on time.
+            let earliest = found.iter().map(|v| v.time).fold(f64::INFINITY, f64::min);
+            self.pending
+                .extend(found.into_iter().filter(|v| v.time == earliest));
             self.pending.sort_unstable_by(|a, b| {
                 (a.time.total_cmp(&b.time))
                     .then(a.key.cmp(&b.key))
@@ -199,15 +216,20 @@ impl Speculative {
         }
         let mut next = 0;
         let mut processed = None;
-        while let Some((id, t)) = sim.queue.peek() {
-            if t > end || (!last && t >= end) {
-                break;
-            }
-            if self.pending.get(next).is_some_and(|p| p.time < t) {
+        loop {
+            let due = sim
+                .queue
+                .peek()
+                .filter(|&(_, t)| t < end || (last && t <= end));
+            let horizon = due.map_or(f64::INFINITY, |(_, t)| t);
+            if self.pending.get(next).is_some_and(|p| p.time < horizon) {
                 // Its first tick may come before the event peeked: peek again.
-                self.switch_on_pending(sim, &mut next, t)?;
+                self.switch_on_next(sim, &mut next)?;
                 continue;
             }
+            let Some((id, t)) = due else {
+                break;
+            };
             sim.queue.pop();
             sim.processed += 1;
             sim.time = t;
@@ -257,7 +279,6 @@ impl Speculative {
                 return Err(RunError::Interrupted { time: t });
             }
         }
-        self.switch_on_pending(sim, &mut next, f64::INFINITY)?;
         if let Err(v) = self.history.seal(&sim.state, end) {
             return Err(RunError::Internal {
                 time: end,
@@ -296,22 +317,16 @@ impl Speculative {
         }
     }
 
-    /// Switches on the pending layers found before time `before`, in order from `next`.
-    fn switch_on_pending(
-        &mut self,
-        sim: &mut Simulation,
-        next: &mut usize,
-        before: f64,
-    ) -> Result<(), RunError> {
+    /// Switches on the next pending layer (`pending[next]`).
+    fn switch_on_next(&mut self, sim: &mut Simulation, next: &mut usize) -> Result<(), RunError> {
         let contact = sim.contact.as_mut().expect("contact is on");
-        while let Some(p) = self.pending.get(*next).filter(|p| p.time < before) {
-            let sched = &mut Scheduler {
-                table: &mut sim.events,
-                queue: &mut sim.queue,
-            };
-            contact.switch_on_speculatively(p.key, p.layer, &sim.state, p.time, sched)?;
-            *next += 1;
-        }
+        let p = self.pending[*next];
+        let sched = &mut Scheduler {
+            table: &mut sim.events,
+            queue: &mut sim.queue,
+        };
+        contact.switch_on_speculatively(p.key, p.layer, &sim.state, p.time, sched)?;
+        *next += 1;
         Ok(())
     }
 
