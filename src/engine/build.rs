@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use glam::DVec3;
 
 use super::contact::{Contact, ContactSetup, TooClose};
+use super::speculative::Speculative;
 use super::{
     describe_vertices, ClockRange, Clocks, ForceEvent, ForceTarget, ModelSize, ObjectRange,
     Simulation, Stats, WaitPolicy,
@@ -15,7 +16,7 @@ use crate::events::{EventKind, EventQueue, EventTable, Scheduler};
 use crate::forces::external::{Drag, PrescribedForce, ScriptedMotion};
 use crate::forces::{ElementKernel, HingeFamily, HingeKernel, SpringFamily, SpringKernel};
 use crate::mesh::{lumped_masses, Topology, TriMesh, TriangleList};
-use crate::scene::{Scene, SceneError, VertexSet};
+use crate::scene::{ContactScheduler, Scene, SceneError, VertexSet};
 use crate::state::{VertexKind, VertexState};
 
 /// Broad-phase windows last this many external-force clocks (at most a frame).
@@ -328,6 +329,7 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
                     + hinges.energy(&state.x)
             }),
             gravity: scene.gravity,
+            speculative: scene.contact.scheduler == ContactScheduler::Speculative,
         };
         let contact = Contact::new(
             setup,
@@ -363,6 +365,10 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
         },
         ..Stats::default()
     };
+    let speculative = contact
+        .as_ref()
+        .filter(|_| scene.contact.scheduler == ContactScheduler::Speculative)
+        .map(|c| Box::new(Speculative::new(c, state.len(), scene.frame_interval)));
     Ok(Simulation {
         name: scene.name.clone(),
         next_key: vec![0; scripts.len()],
@@ -384,6 +390,7 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
         scratch: Vec::new(),
         contact,
         kicked: Default::default(),
+        speculative,
         audit: false,
         stop: None,
         wait: WaitPolicy::default(),

@@ -45,6 +45,16 @@ pub(super) struct Contingency {
     marks: Vec<AtomicU64>,
 }
 
+impl Clone for Contingency {
+    /// A copy with the same lists (the marks are all clear between kicks).
+    fn clone(&self) -> Self {
+        Self {
+            supports: self.supports.clone(),
+            marks: (self.marks.iter()).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+}
+
 impl Contingency {
     /// A graph over `vertices` vertices with no certificates.
     pub(super) fn new(vertices: usize) -> Self {
@@ -125,7 +135,7 @@ struct Block {
 /// `Vec` a vertex would cost its 24-byte header and a heap allocation of its own. Blocks emptied
 /// by removals go to a free chain and are reused. The order of a vertex's ids is not kept
 /// (callers sort what they collect).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct SupportLists {
     head: Vec<u32>,
     blocks: Vec<Block>,

@@ -55,6 +55,13 @@ impl Kicked {
         std::mem::take(&mut self.vertices)
     }
 
+    /// Forgets every pending tick (the speculative scheduler re-times nothing).
+    pub(super) fn clear(&mut self) {
+        self.everything = false;
+        self.vertices.clear();
+        self.ticks = 0;
+    }
+
     /// Keeps `buffer`'s allocation for the next instant.
     pub(super) fn recycle(&mut self, mut buffer: Vec<u32>) {
         buffer.clear();
@@ -94,5 +101,10 @@ mod tests {
         assert!(kicked.everything() && !kicked.is_empty());
         assert!(kicked.take_vertices().is_empty());
         assert!(kicked.is_empty() && !kicked.everything());
+        kicked.add(&[1]);
+        kicked.add_everything();
+        kicked.clear();
+        assert!(kicked.is_empty() && !kicked.everything());
+        assert!(kicked.take_vertices().is_empty());
     }
 }

@@ -22,7 +22,7 @@ pub(super) struct Member {
 }
 
 /// One event ticking its members on one layer's clock.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Group {
     event: EventId,
     layer: u32,
@@ -35,7 +35,7 @@ struct Group {
 
 /// Every penalty group; an event's payload is its group's index plus one (with super-events,
 /// the layer).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct LayerEvents {
     /// Super-events: group `l - 1` is layer `l`. Otherwise one group per pair and layer.
     per_layer: bool,

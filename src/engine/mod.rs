@@ -9,6 +9,7 @@ mod contact;
 mod contingency;
 mod kicked;
 mod layer_events;
+mod speculative;
 mod stats;
 mod triangle_pairs;
 mod warm_workers;
@@ -334,6 +335,8 @@ pub struct Simulation {
     contact: Option<contact::Contact>,
     /// The vertices the force ticks at `time` kicked, re-timed once after the last of them.
     kicked: kicked::Kicked,
+    /// The speculative scheduler, when `contact.scheduler = "speculative"`.
+    speculative: Option<Box<speculative::Speculative>>,
     audit: bool,
     /// Set from outside (a Ctrl-C handler) to stop the run between two events.
     stop: Option<&'static AtomicBool>,
@@ -565,7 +568,11 @@ impl Simulation {
     /// run is the same sequence of steps as [`Self::run_until`] takes.
     pub fn step(&mut self, sink: &mut dyn FrameSink) -> Result<Option<Processed>, RunError> {
         let started = Instant::now();
-        let result = self.process_next(f64::INFINITY, sink);
+        let result = if self.speculative.is_some() {
+            speculative::step(self, sink)
+        } else {
+            self.process_next(f64::INFINITY, sink)
+        };
         self.stats.wall_seconds += started.elapsed().as_secs_f64();
         self.refresh_stats();
         result
@@ -590,6 +597,9 @@ impl Simulation {
     }
 
     fn event_loop(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), RunError> {
+        if self.speculative.is_some() {
+            return speculative::run_until(self, until, sink);
+        }
         while self.process_next(until, sink)?.is_some() {
             if self.stop_requested() {
                 self.stats.interrupted = true;

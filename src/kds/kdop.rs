@@ -346,6 +346,31 @@ pub type Dop18 = Dop<9>;
 pub type Dop26 = Dop<13>;
 
 impl<const A: usize> Dop<A> {
+    /// The union of two volumes that do not move (every rate zero, as [`Volume::fit`] makes
+    /// them on an instant), exactly: the smallest such volume holding both.
+    #[inline]
+    pub fn union_static(&self, other: &Self) -> Self {
+        debug_assert!(self.is_static() && other.is_static());
+        let mut out = *self;
+        for j in 0..A {
+            out.lo[j] = self.lo[j].min(other.lo[j]);
+            out.hi[j] = self.hi[j].max(other.hi[j]);
+        }
+        out
+    }
+
+    /// Whether two volumes that do not move overlap (touching counts).
+    #[inline]
+    pub fn overlaps_static(&self, other: &Self) -> bool {
+        debug_assert!(self.is_static() && other.is_static());
+        (0..A).all(|j| self.lo[j] <= other.hi[j] && other.lo[j] <= self.hi[j])
+    }
+
+    /// Whether every rate is zero.
+    fn is_static(&self) -> bool {
+        self.vlo.iter().chain(&self.vhi).all(|&r| r == 0.0)
+    }
+
     /// The slab `[lo, hi]` along axis `j` at time `s`, for a horizon ending at `t_end`.
     #[inline]
     pub fn slab(&self, j: usize, s: f64, t_end: f64) -> (f64, f64) {
@@ -742,6 +767,28 @@ mod tests {
             let (bl, bh) = b.slab(j, s, t_end);
             al <= bh && bl <= ah
         })
+    }
+
+    proptest! {
+        #[test]
+        fn static_unions_are_the_fit_of_both_point_sets(
+            a in prop::collection::vec(point(), 1..5),
+            b in prop::collection::vec(point(), 1..5),
+            pad in 0.0..1.0f64,
+        ) {
+            let fit = |p: &[DVec3]| Dop18::fit(p, p, 0.0, 0.0, pad);
+            let both: Vec<DVec3> = a.iter().chain(&b).copied().collect();
+            prop_assert_eq!(fit(&a).union_static(&fit(&b)), fit(&both));
+            let shared: Vec<DVec3> = b.iter().chain(&a[..1]).copied().collect();
+            prop_assert!(fit(&a).overlaps_static(&fit(&shared)));
+        }
+    }
+
+    #[test]
+    fn static_volumes_a_pad_apart_do_not_overlap() {
+        let fit = |p: DVec3| Dop18::fit(&[p], &[p], 0.0, 0.0, 0.5);
+        assert!(fit(DVec3::ZERO).overlaps_static(&fit(DVec3::new(0.0, 0.9, 0.0))));
+        assert!(!fit(DVec3::ZERO).overlaps_static(&fit(DVec3::new(0.0, 1.1, 0.0))));
     }
 
     fn point() -> impl Strategy<Value = DVec3> {

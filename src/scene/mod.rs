@@ -180,6 +180,23 @@ pub struct ContactSettings {
     pub work_closure: bool,
     /// The broad phase finding candidate pairs (default: the kinetic 18-DOP separation list).
     pub broad_phase: crate::kds::BroadPhaseKind,
+    /// When penalty layers are found to be needed: by kinetic certificates ahead of time, or
+    /// by speculative windows checked afterwards (default: the certificates).
+    pub scheduler: ContactScheduler,
+}
+
+/// How the contact subsystem finds the layers a pair needs (`contact.scheduler`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ContactScheduler {
+    /// Kinetic data structures (thesis §5.3): a separation slab per candidate pair, re-timed
+    /// after every kick, switches a layer on when it fails.
+    #[default]
+    Kds,
+    /// Speculative windows (Ainsley et al. 2012): every force and active layer runs through a
+    /// window without certificates, the recorded trajectories are checked afterwards for pairs
+    /// that came within a layer's activation distance, and the window is run again with those
+    /// layers on until it is clean.
+    Speculative,
 }
 
 impl ContactSettings {
@@ -219,6 +236,7 @@ impl Default for ContactSettings {
             clocks: crate::contact::layers::LayerClocks::Thesis,
             work_closure: true,
             broad_phase: crate::kds::BroadPhaseKind::Kdop18,
+            scheduler: ContactScheduler::Kds,
         }
     }
 }

@@ -14,9 +14,9 @@ use glam::{DQuat, DVec3, EulerRot};
 use serde::Deserialize;
 
 use super::{
-    ContactSettings, FailSafe, ForceSpec, ImplicitSettings, IntegratorSettings, Material, Method,
-    OnUnresolved, Scene, SceneError, SceneObject, ScriptSpec, SpeedSettings, SyncSettings,
-    VertexSet,
+    ContactScheduler, ContactSettings, FailSafe, ForceSpec, ImplicitSettings, IntegratorSettings,
+    Material, Method, OnUnresolved, Scene, SceneError, SceneObject, ScriptSpec, SpeedSettings,
+    SyncSettings, VertexSet,
 };
 use crate::contact::layers::LayerClocks;
 use crate::kds::BroadPhaseKind;
@@ -654,6 +654,15 @@ struct ContactTable {
     clocks: Option<ClocksName>,
     work_closure: Option<bool>,
     broad_phase: Option<BroadPhaseName>,
+    scheduler: Option<SchedulerName>,
+}
+
+/// `contact.scheduler` values (see `ContactScheduler`).
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum SchedulerName {
+    Kds,
+    Speculative,
 }
 
 /// `contact.clocks` values (see `LayerClocks`).
@@ -771,6 +780,11 @@ impl ProfileFile {
             clocks: self.contact.clocks.map_or(c.clocks, Into::into),
             work_closure: self.contact.work_closure.unwrap_or(c.work_closure),
             broad_phase: self.contact.broad_phase.map_or(c.broad_phase, Into::into),
+            scheduler: match self.contact.scheduler {
+                Some(SchedulerName::Speculative) => ContactScheduler::Speculative,
+                Some(SchedulerName::Kds) => ContactScheduler::Kds,
+                None => c.scheduler,
+            },
         };
         let mut objects = Vec::new();
         let mut origin = Vec::new();

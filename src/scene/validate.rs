@@ -77,6 +77,13 @@ pub(super) fn scene(s: &Scene) -> Result {
             ),
         ));
     }
+    if c.scheduler == super::ContactScheduler::Speculative && s.speed.triangle_pairs {
+        return Err(SceneError::new(
+            "contact.scheduler",
+            "the speculative scheduler checks vertex-triangle and edge-edge pairs, not triangle \
+             pairs: set speed.triangle_pairs = false, or contact.scheduler = \"kds\"",
+        ));
+    }
     if c.enabled {
         c.schedule()?;
         resolvable_thickness(s)?;

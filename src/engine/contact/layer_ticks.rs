@@ -26,7 +26,7 @@ use crate::state::VertexState;
 const PARALLEL_TICK: usize = 256;
 
 /// The layer laws, the penalty response, and the layers' super-events (see the module docs).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct LayerTicks {
     schedule: LayerSchedule,
     cor: f64,

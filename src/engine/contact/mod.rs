@@ -23,7 +23,8 @@ mod owners;
 mod pair_table;
 mod work_closure;
 
-use motion::{feature_distance, first_four, local_feature_distance, Motion};
+pub(super) use motion::feature_distance;
+use motion::{first_four, local_feature_distance, Motion};
 
 use super::triangle_pairs::TriangleTopology;
 use super::{ObjectRange, RunError};
@@ -45,7 +46,7 @@ use pair_table::{Keeps, PairTable};
 
 /// Layer activation threshold: a failing layer-`l` slab activates layer `l` when the pair is
 /// closer than `ACTIVATION * eta(l)` (thesis §5.3: 11/10).
-const ACTIVATION: f64 = 1.1;
+pub(super) const ACTIVATION: f64 = 1.1;
 
 /// Contact statistics for `stats.json`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -83,6 +84,10 @@ pub struct ContactStats {
     pub min_distance: f64,
     /// Broad-phase counters, as of the last horizon rebuild.
     pub broad_phase: BroadPhaseStats,
+    /// Speculative windows committed (`contact.scheduler = "speculative"`; 0 otherwise).
+    pub windows: u64,
+    /// Times a speculative window was run again with more layers on.
+    pub rollbacks: u64,
 }
 
 /// Contact state and its events (see the module docs).
@@ -115,6 +120,44 @@ pub(super) struct Contact {
     /// (`speed.short_circuit`).
     short_circuit: bool,
     /// The counters kept here; the certifier keeps its own ([`Self::stats`] joins them).
+    stats: ContactStats,
+    /// Speculative scheduling (`contact.scheduler = "speculative"`): no certificates; layers
+    /// are switched on by [`Self::switch_on_speculatively`], and every change of a pair's
+    /// layers and every vertex a layer tick kicks is logged for the window's check.
+    speculative: Option<SpeculativeLog>,
+    /// Speculative windows committed and rolled back (not part of a checkpoint).
+    windows: (u64, u64),
+}
+
+/// What a speculative window needs to know about the layers' part in it (see
+/// [`Contact::switch_on_speculatively`]).
+#[derive(Clone, Debug, Default)]
+pub(super) struct SpeculativeLog {
+    /// Each change of a feature pair's active layers in the window, in order.
+    pub(super) layers: Vec<LayerChange>,
+    /// The vertices the last layer tick kicked.
+    pub(super) kicked: Vec<u32>,
+}
+
+/// A feature pair's number of active layers changing at a time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct LayerChange {
+    /// The pair.
+    pub(super) key: PairKey,
+    /// When.
+    pub(super) time: f64,
+    /// Active layers before the change.
+    pub(super) before: u32,
+    /// Active layers after it.
+    pub(super) after: u32,
+}
+
+/// The contact state a speculative window changes: restored when the window is run again.
+#[derive(Clone, Debug)]
+pub(super) struct ContactCheckpoint {
+    pairs: PairTable,
+    layers: LayerTicks,
+    energy_limit: EnergyLimit,
     stats: ContactStats,
 }
 
@@ -154,6 +197,8 @@ pub(super) struct ContactSetup {
     /// The scene's total energy at the start (kinetic, elastic, gravitational), or `None` when
     /// scripted motion or prescribed forces put in work ([`energy_limit`]).
     pub(super) start_energy: Option<f64>,
+    /// Layers are found by speculative windows, not certificates (`contact.scheduler`).
+    pub(super) speculative: bool,
     /// Gravity (cm/s^2), whose work adds to the energy available.
     pub(super) gravity: DVec3,
 }
@@ -234,6 +279,8 @@ impl Contact {
                 min_distance: f64::INFINITY,
                 ..ContactStats::default()
             },
+            speculative: setup.speculative.then(SpeculativeLog::default),
+            windows: (0, 0),
         };
         let mut found = Vec::new();
         contact
@@ -255,6 +302,9 @@ impl Contact {
         }
         if let Some(w) = worst {
             return Err(w);
+        }
+        if contact.speculative.is_some() {
+            return Ok(contact);
         }
         contact.adopt(found, state, 0.0, sched);
         sched.queue.push(broad_event, contact.boxes.next_time());
@@ -388,6 +438,9 @@ impl Contact {
         t: f64,
         sched: &mut Scheduler<'_>,
     ) {
+        if self.speculative.is_some() {
+            return;
+        }
         let _zone = zone!("reschedule");
         self.audit.boxes(&self.boxes, state, t);
         self.sweep(vertices, state, t, sched);
@@ -449,6 +502,9 @@ impl Contact {
         next: f64,
         sched: &mut Scheduler<'_>,
     ) {
+        if self.speculative.is_some() {
+            return;
+        }
         let _zone = zone!("reschedule_all");
         self.audit.boxes(&self.boxes, state, t);
         self.certifier.park_after(next);
@@ -540,29 +596,55 @@ impl Contact {
         let d = motion.distance();
         self.stats.min_distance = self.stats.min_distance.min(d);
         let layer = self.pairs.certified[i];
-        let near = ACTIVATION * self.schedule.eta(layer);
-        if d < near {
-            if d < self.schedule.eta(layer) {
-                return Err(self.breach(id, layer, d, t, state));
-            }
-            if let Some(vertices) = self.kinematic_feature(id, &motion, state, near) {
-                return Err(RunError::KinematicContact {
-                    time: t,
-                    pair: self.pairs.describe(id),
-                    vertices,
-                });
-            }
-            if let Err((held, available)) =
-                self.energy_limit.check(&self.schedule, layer, d, state, t)
-            {
-                let pair = self.pairs.describe(id);
-                return Err(energy_limit::runaway(t, pair, layer, held, available));
-            }
-            self.layers.activate(&mut self.pairs, id, layer, t, sched)?;
-            self.pairs.certified[i] = layer + 1;
+        if d < ACTIVATION * self.schedule.eta(layer) {
+            self.switch_on(id, layer, &motion, state, t, sched)?;
         }
         self.certifier
             .certify(&mut self.pairs, id, state, t, sched.queue);
+        Ok(())
+    }
+
+    /// Switches layer `layer` of pair `id` on at `t`, the pair moving as `motion`: an error
+    /// if the pair is already inside it, if fixed or scripted primitives are about to touch,
+    /// or if the layers would hold more energy than the scene has had.
+    fn switch_on(
+        &mut self,
+        id: u32,
+        layer: u32,
+        motion: &Motion,
+        state: &VertexState,
+        t: f64,
+        sched: &mut Scheduler<'_>,
+    ) -> Result<(), RunError> {
+        let d = motion.distance();
+        if d < self.schedule.eta(layer) {
+            return Err(self.breach(id, layer, d, t, state));
+        }
+        let near = ACTIVATION * self.schedule.eta(layer);
+        if let Some(vertices) = self.kinematic_feature(id, motion, state, near) {
+            return Err(RunError::KinematicContact {
+                time: t,
+                pair: self.pairs.describe(id),
+                vertices,
+            });
+        }
+        if let Err((held, available)) = self.energy_limit.check(&self.schedule, layer, d, state, t)
+        {
+            let pair = self.pairs.describe(id);
+            return Err(energy_limit::runaway(t, pair, layer, held, available));
+        }
+        self.layers.activate(&mut self.pairs, id, layer, t, sched)?;
+        self.pairs.certified[id as usize] = layer + 1;
+        if let Some(log) = &mut self.speculative {
+            if let ContactKey::Feature(key) = self.pairs.key[id as usize] {
+                log.layers.push(LayerChange {
+                    key,
+                    time: t,
+                    before: layer - 1,
+                    after: layer,
+                });
+            }
+        }
         Ok(())
     }
 
@@ -634,18 +716,144 @@ impl Contact {
             topology: self.triangle_pairs.as_ref(),
         };
         let tick = self.layers.tick(group, &self.pairs, surfaces, state, t)?;
-        if !tick.kicked.is_empty() {
+        if let Some(log) = &mut self.speculative {
+            log.kicked.clone_from(&tick.kicked);
+        } else if !tick.kicked.is_empty() {
             self.after_kick(&tick.kicked, state, t, sched);
         }
         let mut left = std::mem::take(&mut self.left);
         self.layers
             .finish(tick, &mut self.pairs, sched.queue, &mut left);
-        for &id in &left {
-            self.certifier
-                .certify(&mut self.pairs, id, state, t, sched.queue);
-        }
+        let result = left.iter().try_for_each(|&id| {
+            if self.speculative.is_some() {
+                self.left_speculatively(id, state, t, sched)
+            } else {
+                self.certifier
+                    .certify(&mut self.pairs, id, state, t, sched.queue);
+                Ok(())
+            }
+        });
         self.left = left;
+        result
+    }
+
+    /// Speculative scheduling: pair `id` has just left its deepest layer at `t`. The change is
+    /// logged, and if the pair is still within the layer's activation distance the layer is
+    /// switched on again at once, as a slab certified now would fail at once under the KDS.
+    fn left_speculatively(
+        &mut self,
+        id: u32,
+        state: &VertexState,
+        t: f64,
+        sched: &mut Scheduler<'_>,
+    ) -> Result<(), RunError> {
+        let i = id as usize;
+        let (ContactKey::Feature(key), Some(log)) = (self.pairs.key[i], &mut self.speculative)
+        else {
+            return Ok(());
+        };
+        let after = self.pairs.active[i];
+        log.layers.push(LayerChange {
+            key,
+            time: t,
+            before: after + 1,
+            after,
+        });
+        let motion = self.pairs.kinematics(id, state, t);
+        if motion.distance() < ACTIVATION * self.schedule.eta(after + 1) {
+            self.switch_on(id, after + 1, &motion, state, t, sched)?;
+        }
         Ok(())
+    }
+
+    /// Speculative scheduling: the log of the current window (`None` with certificates).
+    pub(super) fn speculative_log(&mut self) -> Option<&mut SpeculativeLog> {
+        self.speculative.as_mut()
+    }
+
+    /// Speculative scheduling: switches feature pair `key`'s layers on at `t` up to `layer`
+    /// (each checked as a failing slab's would be), adding the pair if it is new. Nothing
+    /// happens if the layers are on already.
+    pub(super) fn switch_on_speculatively(
+        &mut self,
+        key: PairKey,
+        layer: u32,
+        state: &VertexState,
+        t: f64,
+        sched: &mut Scheduler<'_>,
+    ) -> Result<(), RunError> {
+        let key = ContactKey::Feature(key);
+        let id = match self.pairs.id(&key) {
+            Some(id) => id,
+            None => {
+                let verts = self.verts_of(key);
+                self.pairs.insert(key, verts, t, |id| {
+                    sched.table.insert(EventKind::Certificate, id).id
+                })
+            }
+        };
+        let motion = self.pairs.kinematics(id, state, t);
+        self.stats.min_distance = self.stats.min_distance.min(motion.distance());
+        while self.pairs.active[id as usize] < layer {
+            let next = self.pairs.active[id as usize] + 1;
+            self.switch_on(id, next, &motion, state, t, sched)?;
+        }
+        Ok(())
+    }
+
+    /// The number of active layers of feature pair `key` (0 for a pair not in the table).
+    pub(super) fn active_layers(&self, key: PairKey) -> u32 {
+        self.pairs
+            .id(&ContactKey::Feature(key))
+            .map_or(0, |id| self.pairs.active[id as usize])
+    }
+
+    /// Speculative scheduling: drops the pairs with no active layer (a window found them; the
+    /// next window finds them again if they come close).
+    pub(super) fn drop_inactive(&mut self, sched: &mut Scheduler<'_>) {
+        for id in 0..self.pairs.slots() {
+            let i = id as usize;
+            if self.pairs.live[i] && self.pairs.active[i] == 0 {
+                self.remove_pair(id, sched);
+            }
+        }
+    }
+
+    /// The state a speculative window changes, to restore if it is run again.
+    pub(super) fn checkpoint(&self) -> ContactCheckpoint {
+        ContactCheckpoint {
+            pairs: self.pairs.clone(),
+            layers: self.layers.clone(),
+            energy_limit: self.energy_limit.clone(),
+            stats: self.stats.clone(),
+        }
+    }
+
+    /// Restores the state of `checkpoint` and clears the window's log.
+    pub(super) fn restore(&mut self, checkpoint: &ContactCheckpoint) {
+        self.pairs.clone_from(&checkpoint.pairs);
+        self.layers.clone_from(&checkpoint.layers);
+        self.energy_limit.clone_from(&checkpoint.energy_limit);
+        self.stats.clone_from(&checkpoint.stats);
+        if let Some(log) = &mut self.speculative {
+            log.layers.clear();
+        }
+    }
+
+    /// Counts a committed speculative window that was run again `rollbacks` times.
+    pub(super) fn count_window(&mut self, rollbacks: u64) {
+        self.windows.0 += 1;
+        self.windows.1 += rollbacks;
+    }
+
+    /// The layer schedule.
+    pub(super) fn schedule(&self) -> &LayerSchedule {
+        &self.schedule
+    }
+
+    /// Global edge and triangle lists.
+    pub(super) fn primitives(&self) -> (&[[u32; 2]], &[[u32; 3]]) {
+        (self.boxes.edges(), self.boxes.triangles())
     }
 
     /// Contact statistics for `stats.json`.
@@ -661,6 +869,8 @@ impl Contact {
             penalty_pair_ticks_per_layer: l.penalty_pair_ticks_per_layer.clone(),
             activations_per_layer: l.activations_per_layer.clone(),
             min_distance: self.stats.min_distance.min(l.min_distance),
+            windows: self.windows.0,
+            rollbacks: self.windows.1,
             ..self.stats.clone()
         }
     }

@@ -10,7 +10,7 @@ use crate::kds::slab::{
 };
 
 /// Closest distance of a feature pair at positions `x`.
-pub(super) fn feature_distance(key: PairKey, x: &[DVec3; 4]) -> f64 {
+pub(in crate::engine) fn feature_distance(key: PairKey, x: &[DVec3; 4]) -> f64 {
     match key {
         PairKey::VertexTriangle(..) => vertex_triangle(x[0], x[1], x[2], x[3]).distance,
         PairKey::EdgeEdge(..) => edge_edge(x[0], x[1], x[2], x[3]).distance,

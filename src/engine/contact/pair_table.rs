@@ -15,7 +15,7 @@ use crate::state::VertexState;
 
 /// The candidate pairs (see the module docs). The arrays are indexed by pair id; a freed id's
 /// slot stays until a new pair reuses it (`live` says which are in use).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct PairTable {
     pub(super) key: Vec<ContactKey>,
     /// `[p, a, b, c]` for VT, `[p0, p1, q0, q1]` for EE (then two unused slots),

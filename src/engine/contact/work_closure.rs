@@ -33,7 +33,7 @@ use crate::contact::{ContactKey, PairKey};
 use crate::state::VertexState;
 
 /// The open episodes' work, per candidate pair slot.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct WorkClosure {
     /// Whether episodes are closed at all (`contact.work_closure` and `cor = 1`).
     enabled: bool,

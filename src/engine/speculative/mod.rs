@@ -1,0 +1,377 @@
+//! Speculative contact scheduling (`contact.scheduler = "speculative"`; Ainsley, Vouga,
+//! Grinspun and Tamstorf, *Speculative Parallel Asynchronous Contact Mechanics*, 2012, after
+//! Time Warp): instead of certificates that say ahead of time when a pair must be looked at
+//! again, every force and every active penalty layer runs through a time window with no
+//! certificate at all, and the window is checked afterwards.
+//!
+//! One window, `[start, end)`:
+//! 1. save the state ([`checkpoint`]);
+//! 2. process every event before `end` as the loop does, recording each vertex's
+//!    piecewise-linear path ([`history`]), and switching on the layers found needed by earlier
+//!    runs of this window, each at the time it was found (its first tick is the first multiple
+//!    of its clock after that: the KDS rule);
+//! 3. look over the recorded paths for pairs that came within `ACTIVATION * eta(l)` of a layer
+//!    `l` they did not have ([`retrospective`]);
+//! 4. if there are any, restore the saved state and run the window again with the earliest
+//!    of them switched on as well (the paths before it stay as recorded, so it is on time; the
+//!    later ones may not be once its layer acts); otherwise commit.
+//!
+//! The two schedulers share the pair table and the layer ticks and apply the same activation
+//! rule, so they differ only in when a layer is found to be needed. Windows never straddle a
+//! frame: a snapshot is only ever processed at the start of a window, from committed state,
+//! and is handed to the sink once however often its window runs. The window grows while
+//! windows commit at the first try and shrinks after a rollback; its sequence depends on the
+//! trajectory only, never on the number of threads.
+
+mod checkpoint;
+mod history;
+mod retrospective;
+
+use checkpoint::Checkpoint;
+use history::History;
+use retrospective::{Retrospective, Timeline, Violation};
+
+use super::contact::{Contact, LayerChange, ACTIVATION};
+use super::{ForceTarget, FrameSink, NoFrames, Processed, RunError, Simulation};
+use crate::contact::PairKey;
+use crate::events::{EventKind, Scheduler};
+use crate::profile::zone;
+
+/// The first window, as a fraction of the frame interval.
+const FIRST_WINDOW: f64 = 1.0 / 8.0;
+
+/// A window that commits after at most [`CALM_ROLLBACKS`] rollbacks makes the next this much
+/// longer; one that needed more makes the next half as long. A window costs a check of every
+/// vertex however short it is, and a pair in lasting contact finds a layer to switch on in
+/// most windows, so one rollback is no reason to shrink.
+const GROWTH: f64 = 1.5;
+
+/// A window run again more often than this stops the run (a bug: each run switches on a
+/// layer the last one needed).
+const MAX_ROLLBACKS: u64 = 10_000;
+
+/// See [`GROWTH`].
+const CALM_ROLLBACKS: u64 = 2;
+
+/// Windows never get shorter than this fraction of the frame interval by rollbacks.
+const SHORTEST_WINDOW: f64 = 1e-6;
+
+/// The broad phase's reach beyond the first layer's activation distance (a relative margin for
+/// the rounding of the volumes).
+const REACH_MARGIN: f64 = 1.01;
+
+/// The speculative scheduler's state between windows (see the module docs).
+#[derive(Debug)]
+pub(super) struct Speculative {
+    /// The next window's length.
+    length: f64,
+    /// The longest window (the frame interval).
+    longest: f64,
+    /// Time up to which everything is committed: the next window's start.
+    committed: f64,
+    /// Frames handed to the sink so far (a window run again does not hand them out twice).
+    frames_emitted: u64,
+    history: History,
+    detector: Retrospective,
+    checkpoint: Checkpoint,
+    /// Layers to switch on in the window being run, by time (then pair and layer).
+    pending: Vec<Violation>,
+    /// Scratch: the window's candidate pairs.
+    candidates: Vec<PairKey>,
+    /// Scratch: the window's layer changes, by pair.
+    changes: Vec<LayerChange>,
+}
+
+impl Speculative {
+    /// The scheduler of a simulation with `vertices` vertices whose contact subsystem is
+    /// `contact`, writing frames every `frame_interval`.
+    pub(super) fn new(contact: &Contact, vertices: usize, frame_interval: f64) -> Self {
+        let (edges, triangles) = contact.primitives();
+        Self {
+            length: FIRST_WINDOW * frame_interval,
+            longest: frame_interval,
+            committed: 0.0,
+            frames_emitted: 0,
+            history: History::default(),
+            detector: Retrospective::new(edges.to_vec(), triangles.to_vec(), vertices),
+            checkpoint: Checkpoint::default(),
+            pending: Vec::new(),
+            candidates: Vec::new(),
+            changes: Vec::new(),
+        }
+    }
+}
+
+/// Runs `sim` speculatively through every event up to and including `until` (what
+/// [`Simulation::run_until`] does in this mode).
+pub(super) fn run_until(
+    sim: &mut Simulation,
+    until: f64,
+    sink: &mut dyn FrameSink,
+) -> Result<(), RunError> {
+    let mut spec = sim.speculative.take().expect("a speculative simulation");
+    let mut result = Ok(None);
+    while result.is_ok() && sim.queue.peek().is_some_and(|(_, t)| t <= until) {
+        result = spec.window(sim, until, sink);
+    }
+    sim.speculative = Some(spec);
+    result?;
+    if until.is_finite() {
+        sim.time = sim.time.max(until);
+        sim.stats.simulated_seconds = sim.time;
+    }
+    Ok(())
+}
+
+/// Runs `sim` speculatively through one committed window and reports its last event (what
+/// [`Simulation::step`] does in this mode); `None` when the queue is empty.
+pub(super) fn step(
+    sim: &mut Simulation,
+    sink: &mut dyn FrameSink,
+) -> Result<Option<Processed>, RunError> {
+    let mut spec = sim.speculative.take().expect("a speculative simulation");
+    let mut result = Ok(None);
+    while result.as_ref().is_ok_and(Option::is_none) && sim.queue.peek().is_some() {
+        result = spec.window(sim, f64::INFINITY, sink);
+    }
+    sim.speculative = Some(spec);
+    result
+}
+
+impl Speculative {
+    /// Runs, checks and commits one window ending by `until` (see the module docs); returns
+    /// its last event.
+    fn window(
+        &mut self,
+        sim: &mut Simulation,
+        until: f64,
+        sink: &mut dyn FrameSink,
+    ) -> Result<Option<Processed>, RunError> {
+        let _zone = zone!("window");
+        let start = self.committed.max(sim.time);
+        let frame = sim.next_frame as f64 * sim.frame_interval;
+        let mut end = (start + self.length).min(until);
+        if frame > start && frame < end {
+            end = frame;
+        }
+        // A window of no length takes the events at `until` itself.
+        let last = end <= start;
+        self.checkpoint.save(sim);
+        self.pending.clear();
+        let mut rollbacks = 0;
+        let processed = loop {
+            let processed = self.run(sim, (start, end, last), sink)?;
+            let found = self.detect(sim)?;
+            if found.is_empty() {
+                break processed;
+            }
+            rollbacks += 1;
+            if rollbacks > MAX_ROLLBACKS {
+                return Err(RunError::Internal {
+                    time: start,
+                    event: 0,
+                    message: format!("the window [{start}, {end}] s did not come clean"),
+                });
+            }
+            self.checkpoint.restore(sim);
+            // Only the earliest: the paths after it change once its layer is on, so later
+            // finds could be late on the new paths. Before it they stay as recorded, so every
+            // layer switched on is on time.
+            let earliest = found.iter().map(|v| v.time).fold(f64::INFINITY, f64::min);
+            self.pending
+                .extend(found.into_iter().filter(|v| v.time == earliest));
+            self.pending.sort_unstable_by(|a, b| {
+                (a.time.total_cmp(&b.time))
+                    .then(a.key.cmp(&b.key))
+                    .then(a.layer.cmp(&b.layer))
+            });
+            self.pending.dedup();
+        };
+        let contact = sim.contact.as_mut().expect("contact is on");
+        contact.drop_inactive(&mut Scheduler {
+            table: &mut sim.events,
+            queue: &mut sim.queue,
+        });
+        contact.count_window(rollbacks);
+        self.committed = end;
+        self.length = if rollbacks <= CALM_ROLLBACKS {
+            (GROWTH * self.length).min(self.longest)
+        } else {
+            (0.5 * (end - start)).max(SHORTEST_WINDOW * self.longest)
+        };
+        Ok(processed)
+    }
+
+    /// Processes the window's events (before `end`, or up to it if `last`), switching on the
+    /// pending layers at their times, and records the paths.
+    fn run(
+        &mut self,
+        sim: &mut Simulation,
+        (start, end, last): (f64, f64, bool),
+        sink: &mut dyn FrameSink,
+    ) -> Result<Option<Processed>, RunError> {
+        self.history.begin(&sim.state, start);
+        if let Some(log) = sim.contact.as_mut().and_then(Contact::speculative_log) {
+            log.layers.clear();
+        }
+        let mut next = 0;
+        let mut processed = None;
+        loop {
+            let due = sim
+                .queue
+                .peek()
+                .filter(|&(_, t)| t < end || (last && t <= end));
+            let horizon = due.map_or(f64::INFINITY, |(_, t)| t);
+            if self.pending.get(next).is_some_and(|p| p.time < horizon) {
+                // Its first tick may come before the event peeked: peek again.
+                self.switch_on_next(sim, &mut next)?;
+                continue;
+            }
+            let Some((id, t)) = due else {
+                break;
+            };
+            sim.queue.pop();
+            sim.processed += 1;
+            sim.time = t;
+            sim.stats.simulated_seconds = t;
+            let kind = sim.events.kind(id);
+            let payload = sim.events.payload(id);
+            match kind {
+                EventKind::Force => {
+                    sim.fire_force(id, t);
+                    sim.kicked.clear();
+                    self.record_force(sim, sim.forces[payload as usize].target);
+                }
+                EventKind::Script => {
+                    sim.fire_script(id);
+                    let script = &sim.scripts[payload as usize];
+                    self.history.record(&sim.state, &script.vertices);
+                }
+                EventKind::Snapshot if sim.next_frame < self.frames_emitted => {
+                    sim.fire_snapshot(id, t, &mut NoFrames)?;
+                }
+                EventKind::Snapshot => {
+                    sim.fire_snapshot(id, t, sink)?;
+                    self.frames_emitted = sim.next_frame;
+                }
+                EventKind::Penalty => {
+                    sim.fire_contact(id, kind, t)?;
+                    if let Some(log) = sim.contact.as_mut().and_then(Contact::speculative_log) {
+                        self.history.record(&sim.state, &log.kicked);
+                    }
+                }
+                EventKind::Certificate | EventKind::BroadPhase => {
+                    return Err(RunError::Internal {
+                        time: t,
+                        event: id.0,
+                        message: format!("a {kind:?} event in a speculative window"),
+                    });
+                }
+            }
+            sim.note_queue_size();
+            processed = Some(Processed {
+                time: t,
+                kind,
+                payload,
+            });
+            if sim.stop_requested() {
+                sim.stats.interrupted = true;
+                return Err(RunError::Interrupted { time: t });
+            }
+        }
+        if let Err(v) = self.history.seal(&sim.state, end) {
+            return Err(RunError::Internal {
+                time: end,
+                event: 0,
+                message: format!("vertex {v}'s velocity changed without being recorded"),
+            });
+        }
+        Ok(processed)
+    }
+
+    /// Records the velocity changes of a tick of force `target`.
+    fn record_force(&mut self, sim: &Simulation, target: ForceTarget) {
+        if sim.is_whole_mesh(target) {
+            self.history.record_all(&sim.state);
+            return;
+        }
+        let state = &sim.state;
+        match target {
+            ForceTarget::Springs(b) => self
+                .history
+                .record(state, &sim.springs.bins[b as usize].vertices),
+            ForceTarget::Spring(e) => self
+                .history
+                .record(state, &sim.springs.kernel.ends[e as usize]),
+            ForceTarget::Hinges(b) => self
+                .history
+                .record(state, &sim.hinges.bins[b as usize].vertices),
+            ForceTarget::Hinge(e) => self
+                .history
+                .record(state, &sim.hinges.kernel.verts[e as usize]),
+            ForceTarget::VertexGravity(v) => self.history.record(state, &[v]),
+            ForceTarget::Prescribed(f) => self
+                .history
+                .record(state, &sim.prescribed[f as usize].vertices),
+            ForceTarget::Gravity | ForceTarget::Drag => self.history.record_all(state),
+        }
+    }
+
+    /// Switches on the next pending layer (`pending[next]`).
+    fn switch_on_next(&mut self, sim: &mut Simulation, next: &mut usize) -> Result<(), RunError> {
+        let contact = sim.contact.as_mut().expect("contact is on");
+        let p = self.pending[*next];
+        let sched = &mut Scheduler {
+            table: &mut sim.events,
+            queue: &mut sim.queue,
+        };
+        contact.switch_on_speculatively(p.key, p.layer, &sim.state, p.time, sched)?;
+        *next += 1;
+        Ok(())
+    }
+
+    /// The retrospective check of the window just run: the layers it found needed, each at
+    /// the first time found, in pair order. With the audit on, a clean window is audited.
+    fn detect(&mut self, sim: &mut Simulation) -> Result<Vec<Violation>, RunError> {
+        let _zone = zone!("retrospective");
+        let contact = sim.contact.as_mut().expect("contact is on");
+        let schedule = *contact.schedule();
+        let reach = REACH_MARGIN * ACTIVATION * schedule.eta(1);
+        let mut candidates = std::mem::take(&mut self.candidates);
+        self.detector
+            .candidates(&self.history, reach, &mut candidates);
+        self.changes.clear();
+        if let Some(log) = contact.speculative_log() {
+            self.changes.extend_from_slice(&log.layers);
+        }
+        // Stable: each pair's changes stay in time order.
+        self.changes.sort_by_key(|c| c.key);
+        let changes = &self.changes;
+        let keys: Vec<(PairKey, Timeline<'_>)> = candidates
+            .iter()
+            .map(|&key| {
+                let a = changes.partition_point(|c| c.key < key);
+                let b = changes.partition_point(|c| c.key <= key);
+                let changes = &changes[a..b];
+                let start = changes
+                    .first()
+                    .map_or_else(|| contact.active_layers(key), |c| c.before);
+                (key, Timeline { start, changes })
+            })
+            .collect();
+        let found = self.detector.violations(&self.history, &schedule, &keys);
+        if found.is_empty() && sim.audit {
+            let (start, end) = self.history.span();
+            self.detector
+                .audit(&self.history, &schedule, &keys)
+                .map_err(|message| RunError::Audit {
+                    time: end,
+                    at: format!("in the window [{start}, {end}] s"),
+                    message,
+                })?;
+        }
+        drop(keys);
+        self.candidates = candidates;
+        Ok(found)
+    }
+}

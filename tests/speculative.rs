@@ -1,0 +1,183 @@
+//! The speculative contact scheduler (`contact.scheduler = "speculative"`): a window that must
+//! roll back, agreement with the kinetic data structures on the same scene, bit-identical
+//! frames on any number of threads, and the setting's validation.
+
+mod common;
+
+use acm::check::AuditReport;
+use acm::engine::ContactStats;
+use acm::scene::{profile, ContactScheduler, Material, Scene, SceneObject};
+use acm::{Frame, FrameSink, RunError, Simulation};
+use common::{profiles_dir, Audited};
+use glam::DVec3;
+
+/// A particle 1 cm above a fixed floor falling at 300 cm/s, no gravity.
+fn particle_into_floor(scheduler: ContactScheduler) -> Scene {
+    let floor = SceneObject {
+        name: "floor".into(),
+        mesh: acm::mesh::sheet(4, 4, 10.0, 10.0).unwrap(),
+        material: Material::default(),
+        fixed: true,
+        velocity: DVec3::ZERO,
+        particle_mass: None,
+    };
+    let mut particle = SceneObject::particle("p", DVec3::new(0.3, 1.0, 0.2), 0.01);
+    particle.velocity = DVec3::new(0.0, -300.0, 0.0);
+    let mut scene = Scene {
+        name: "particle_into_floor".into(),
+        duration: 0.02,
+        frame_interval: 0.002,
+        objects: vec![floor, particle],
+        gravity: DVec3::ZERO,
+        ..Scene::default()
+    };
+    scene.contact.enabled = true;
+    scene.contact.scheduler = scheduler;
+    scene
+}
+
+/// Runs `scene` to its end with the audit on, checking every frame exactly.
+fn audited_run(scene: &Scene) -> (Simulation, AuditReport) {
+    let mut sim = Simulation::new(scene).unwrap();
+    sim.set_audit(true);
+    let mut frames = Audited(AuditReport::default());
+    sim.run_until(scene.duration, &mut frames)
+        .expect("the run passes the audit");
+    (sim, frames.0)
+}
+
+fn contact(sim: &Simulation) -> ContactStats {
+    sim.stats().contact.clone().expect("contact is on")
+}
+
+#[test]
+fn a_fast_particle_rolls_a_window_back_and_stays_above_the_floor() {
+    let (sim, audit) = audited_run(&particle_into_floor(ContactScheduler::Speculative));
+    let c = contact(&sim);
+    assert!(c.rollbacks >= 1, "no window rolled back: {c:?}");
+    assert!(c.windows >= 10, "{} windows", c.windows);
+    assert!(c.deepest_layer >= 1, "no layer switched on");
+    assert_eq!(audit.frames, 11);
+    assert_eq!(audit.intersecting_pairs, 0, "{:?}", audit.first_bad);
+    let p = sim.state().len() - 1;
+    let y = sim.state().position_at(p, sim.time()).y;
+    assert!(y > 0.0, "the particle ended below the floor: y = {y}");
+    assert!(sim.state().v[p].y > 0.0, "the particle did not rebound");
+}
+
+#[test]
+fn the_two_schedulers_agree_on_a_ball_hitting_a_plate() {
+    let load = |scheduler: &str| {
+        let overrides = [
+            "scene.duration=0.06".to_string(),
+            format!("contact.scheduler={scheduler}"),
+        ];
+        profile::load(&profiles_dir().join("ball_plate.toml"), &overrides).unwrap()
+    };
+    let (kds, kds_frames) = audited_run(&load("kds"));
+    let (spec, spec_frames) = audited_run(&load("speculative"));
+    let (k, s) = (contact(&kds), contact(&spec));
+    eprintln!(
+        "deepest layer {} / {}, closest {} / {}, windows {}, rollbacks {}",
+        k.deepest_layer, s.deepest_layer, k.min_distance, s.min_distance, s.windows, s.rollbacks
+    );
+    assert_eq!(k.windows, 0, "the KDS runs no windows");
+    assert!(s.windows > 0 && s.rollbacks > 0);
+    assert!(k.deepest_layer >= 2, "the impact reaches layer 2");
+    assert!(
+        k.deepest_layer.abs_diff(s.deepest_layer) <= 1,
+        "deepest layers {} and {}",
+        k.deepest_layer,
+        s.deepest_layer
+    );
+    assert!(
+        (s.min_distance - k.min_distance).abs() <= 0.1 * k.min_distance,
+        "closest approaches {} and {}",
+        k.min_distance,
+        s.min_distance
+    );
+    for report in [&kds_frames, &spec_frames] {
+        assert_eq!(report.intersecting_pairs, 0, "{:?}", report.first_bad);
+    }
+    let closest = |r: &AuditReport| r.min_distance;
+    let (a, b) = (closest(&kds_frames), closest(&spec_frames));
+    assert!((a - b).abs() <= 0.1 * a, "closest in frames {a} and {b}");
+}
+
+/// Frame positions, each frame checked by the exact intersection audit.
+struct Positions(Vec<Vec<DVec3>>, Audited);
+
+impl FrameSink for Positions {
+    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
+        self.0.push(frame.positions.to_vec());
+        self.1.frame(frame)
+    }
+}
+
+#[test]
+fn sheets_on_nails_run_clean_and_alike_on_one_two_and_three_threads() {
+    let overrides: Vec<String> = [
+        "scene.duration=0.08",
+        "scene.frame_interval=0.02",
+        "object.lower.mesh.nx=16",
+        "object.lower.mesh.ny=16",
+        "object.upper.mesh.nx=16",
+        "object.upper.mesh.ny=16",
+        "contact.scheduler=speculative",
+    ]
+    .map(String::from)
+    .to_vec();
+    let scene = profile::load(&profiles_dir().join("sheets_nails_drape.toml"), &overrides).unwrap();
+    let runs: Vec<(Vec<Vec<DVec3>>, u64, u64)> = [1, 2, 3]
+        .into_iter()
+        .map(|threads| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                let mut sim = Simulation::new(&scene).unwrap();
+                let mut frames = Positions(Vec::new(), Audited(AuditReport::default()));
+                sim.run_until(scene.duration, &mut frames)
+                    .expect("the run succeeds");
+                let audit = &frames.1 .0;
+                assert_eq!(audit.intersecting_pairs, 0, "{:?}", audit.first_bad);
+                let c = contact(&sim);
+                (frames.0, c.windows, c.rollbacks)
+            })
+        })
+        .collect();
+    assert_eq!(runs[0].0.len(), 5);
+    assert!(runs[0].2 > 0, "no window rolled back");
+    for (threads, run) in [2, 3].iter().zip(&runs[1..]) {
+        assert!(run.0 == runs[0].0, "{threads} threads changed the frames");
+        assert_eq!(
+            (run.1, run.2),
+            (runs[0].1, runs[0].2),
+            "{threads} threads changed the windows"
+        );
+    }
+}
+
+#[test]
+fn the_scheduler_setting_is_validated() {
+    let path = profiles_dir().join("particle_floor.toml");
+    let err = profile::load(&path, &["contact.scheduler=timewarp".into()]).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("contact.scheduler"), "{text}");
+    let err = profile::load(
+        &path,
+        &[
+            "contact.scheduler=speculative".into(),
+            "speed.triangle_pairs=true".into(),
+        ],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("contact.scheduler") && err.contains("triangle_pairs"),
+        "{err}"
+    );
+    let scene = profile::load(&path, &["contact.scheduler=kds".into()]).unwrap();
+    assert_eq!(scene.contact.scheduler, ContactScheduler::Kds);
+}
