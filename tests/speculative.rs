@@ -119,10 +119,10 @@ fn sheets_on_nails_run_clean_and_alike_on_one_two_and_three_threads() {
     let overrides: Vec<String> = [
         "scene.duration=0.08",
         "scene.frame_interval=0.02",
-        "object.lower.mesh.nx=16",
-        "object.lower.mesh.ny=16",
-        "object.upper.mesh.nx=16",
-        "object.upper.mesh.ny=16",
+        "object.lower.mesh.nx=10",
+        "object.lower.mesh.ny=10",
+        "object.upper.mesh.nx=10",
+        "object.upper.mesh.ny=10",
         "contact.scheduler=speculative",
     ]
     .map(String::from)
