@@ -723,29 +723,33 @@ impl Simulation {
         let force = &mut self.forces[index];
         force.tick += 1;
         self.queue.push(id, force.next_time());
-        if self.is_whole_mesh(target) {
-            self.kicked.add_everything();
-            return;
+        let mut kicked = std::mem::take(&mut self.kicked);
+        match self.local_vertices(index) {
+            None => kicked.add_everything(),
+            Some(vertices) if self.contact.is_some() => kicked.add(vertices),
+            Some(_) => {}
         }
-        if self.contact.is_none() {
-            return;
+        self.kicked = kicked;
+    }
+
+    /// The vertices a tick of force `index` kicks, or `None` for a whole-mesh tick
+    /// ([`Self::is_whole_mesh`]), which may kick every vertex.
+    fn local_vertices(&self, index: usize) -> Option<&[u32]> {
+        let target = &self.forces[index].target;
+        if self.is_whole_mesh(*target) {
+            return None;
         }
-        let one;
-        let vertices: &[u32] = match target {
-            ForceTarget::Spring(e) => &self.springs.kernel.ends[e as usize],
-            ForceTarget::Hinge(e) => &self.hinges.kernel.verts[e as usize],
-            ForceTarget::Prescribed(f) => &self.prescribed[f as usize].vertices,
-            ForceTarget::VertexGravity(v) => {
-                one = [v];
-                &one
-            }
-            ForceTarget::Springs(b) => &self.springs.bins[b as usize].vertices,
-            ForceTarget::Hinges(b) => &self.hinges.bins[b as usize].vertices,
+        Some(match target {
+            ForceTarget::Spring(e) => &self.springs.kernel.ends[*e as usize],
+            ForceTarget::Hinge(e) => &self.hinges.kernel.verts[*e as usize],
+            ForceTarget::Prescribed(f) => &self.prescribed[*f as usize].vertices,
+            ForceTarget::VertexGravity(v) => std::slice::from_ref(v),
+            ForceTarget::Springs(b) => &self.springs.bins[*b as usize].vertices,
+            ForceTarget::Hinges(b) => &self.hinges.bins[*b as usize].vertices,
             ForceTarget::Gravity | ForceTarget::Drag => {
                 unreachable!("whole-mesh ticks return above")
             }
-        };
-        self.kicked.add(vertices);
+        })
     }
 
     /// Whether a tick of `target` may change every vertex's velocity, so that the loop re-times

@@ -32,7 +32,7 @@ use history::History;
 use retrospective::{Retrospective, Timeline, Violation};
 
 use super::contact::{Contact, LayerChange, ACTIVATION};
-use super::{ForceTarget, FrameSink, NoFrames, Processed, RunError, Simulation};
+use super::{FrameSink, NoFrames, Processed, RunError, Simulation};
 use crate::contact::PairKey;
 use crate::events::{EventKind, Scheduler};
 use crate::profile::zone;
@@ -240,7 +240,7 @@ impl Speculative {
                 EventKind::Force => {
                     sim.fire_force(id, t);
                     sim.kicked.clear();
-                    self.record_force(sim, sim.forces[payload as usize].target);
+                    self.record_force(sim, payload as usize);
                 }
                 EventKind::Script => {
                     sim.fire_script(id);
@@ -289,31 +289,11 @@ impl Speculative {
         Ok(processed)
     }
 
-    /// Records the velocity changes of a tick of force `target`.
-    fn record_force(&mut self, sim: &Simulation, target: ForceTarget) {
-        if sim.is_whole_mesh(target) {
-            self.history.record_all(&sim.state);
-            return;
-        }
-        let state = &sim.state;
-        match target {
-            ForceTarget::Springs(b) => self
-                .history
-                .record(state, &sim.springs.bins[b as usize].vertices),
-            ForceTarget::Spring(e) => self
-                .history
-                .record(state, &sim.springs.kernel.ends[e as usize]),
-            ForceTarget::Hinges(b) => self
-                .history
-                .record(state, &sim.hinges.bins[b as usize].vertices),
-            ForceTarget::Hinge(e) => self
-                .history
-                .record(state, &sim.hinges.kernel.verts[e as usize]),
-            ForceTarget::VertexGravity(v) => self.history.record(state, &[v]),
-            ForceTarget::Prescribed(f) => self
-                .history
-                .record(state, &sim.prescribed[f as usize].vertices),
-            ForceTarget::Gravity | ForceTarget::Drag => self.history.record_all(state),
+    /// Records the velocity changes of a tick of force `index`.
+    fn record_force(&mut self, sim: &Simulation, index: usize) {
+        match sim.local_vertices(index) {
+            Some(vertices) => self.history.record(&sim.state, vertices),
+            None => self.history.record_all(&sim.state),
         }
     }
 
