@@ -346,29 +346,73 @@ pub type Dop18 = Dop<9>;
 pub type Dop26 = Dop<13>;
 
 impl<const A: usize> Dop<A> {
-    /// The union of two volumes that do not move (every rate zero, as [`Volume::fit`] makes
-    /// them on an instant), exactly: the smallest such volume holding both.
-    #[inline]
-    pub fn union_static(&self, other: &Self) -> Self {
-        debug_assert!(self.is_static() && other.is_static());
-        let mut out = *self;
+    /// The volume, moving linearly over `[times[0], times[last]]`, that holds the
+    /// piecewise-linear path through `points` at `times` (ascending, at least one) grown by
+    /// `pad`: per axis, the chord of the path's projection shifted down and up by its largest
+    /// excursions below and above it. Path and chord are both linear between the points, so
+    /// their difference is extreme at one of them. On an instant, the points' hull.
+    pub fn fit_path(times: &[f64], points: &[DVec3], pad: f64) -> Self {
+        let last = times.len() - 1;
+        let (t, t_end) = (times[0], times[last]);
+        if is_instant(t, t_end) {
+            return Self::fit(points, points, t, t_end, pad);
+        }
+        let mut out = Dop {
+            lo: [0.0; A],
+            hi: [0.0; A],
+            vlo: [0.0; A],
+            vhi: [0.0; A],
+        };
         for j in 0..A {
-            out.lo[j] = self.lo[j].min(other.lo[j]);
-            out.hi[j] = self.hi[j].max(other.hi[j]);
+            let d = axis(j);
+            let (q0, q1) = (d.dot(points[0]), d.dot(points[last]));
+            let rate = (q1 - q0) / (t_end - t);
+            let (mut below, mut above) = (0.0f64, 0.0f64);
+            for (&s, p) in times.iter().zip(points) {
+                let e = d.dot(*p) - (q0 + rate * (s - t));
+                below = below.min(e);
+                above = above.max(e);
+            }
+            (out.lo[j], out.vlo[j]) = lower_line(q0 + below - pad, q1 + below - pad, t, t_end);
+            (out.hi[j], out.vhi[j]) = upper_line(q0 + above + pad, q1 + above + pad, t, t_end);
         }
         out
     }
 
-    /// Whether two volumes that do not move overlap (touching counts).
-    #[inline]
-    pub fn overlaps_static(&self, other: &Self) -> bool {
-        debug_assert!(self.is_static() && other.is_static());
-        (0..A).all(|j| self.lo[j] <= other.hi[j] && other.lo[j] <= self.hi[j])
+    /// Per axis, the lowest lower and highest upper extent of the volumes `vols[i]`, `i` in
+    /// `ids`, at `t` and at `t_end`: `(lo at t, lo at t_end, hi at t, hi at t_end)`. The
+    /// union's lower extent is the least of lines, concave in time, so the chord between these
+    /// ends lies below it.
+    fn extremes(vols: &[Self], ids: &[u32], j: usize, t: f64, t_end: f64) -> (f64, f64, f64, f64) {
+        let u = t - t_end;
+        let inf = f64::INFINITY;
+        ids.iter()
+            .fold((inf, inf, -inf, -inf), |(lo0, lo1, hi0, hi1), &i| {
+                let v = &vols[i as usize];
+                (
+                    lo0.min(at(v.lo[j], v.vlo[j], u)),
+                    lo1.min(v.lo[j] as f64),
+                    hi0.max(at(v.hi[j], v.vhi[j], u)),
+                    hi1.max(v.hi[j] as f64),
+                )
+            })
     }
 
-    /// Whether every rate is zero.
-    fn is_static(&self) -> bool {
-        self.vlo.iter().chain(&self.vhi).all(|&r| r == 0.0)
+    /// A volume containing every `vols[i]`, `i` in `ids` (at least one), on `[t, t_end]`:
+    /// their [`Volume::union`], made once rather than pair by pair.
+    pub fn union_all(vols: &[Self], ids: &[u32], t: f64, t_end: f64) -> Self {
+        let mut out = Dop {
+            lo: [0.0; A],
+            hi: [0.0; A],
+            vlo: [0.0; A],
+            vhi: [0.0; A],
+        };
+        for j in 0..A {
+            let (lo0, lo1, hi0, hi1) = Self::extremes(vols, ids, j, t, t_end);
+            (out.lo[j], out.vlo[j]) = lower_line(lo0, lo1, t, t_end);
+            (out.hi[j], out.vhi[j]) = upper_line(hi0, hi1, t, t_end);
+        }
+        out
     }
 
     /// The slab `[lo, hi]` along axis `j` at time `s`, for a horizon ending at `t_end`.
@@ -769,26 +813,84 @@ mod tests {
         })
     }
 
+    /// A piecewise-linear path: ascending times from 0 to 1 (the first 0, the last 1) and a
+    /// point at each.
+    fn polyline() -> impl Strategy<Value = (Vec<f64>, Vec<DVec3>)> {
+        (prop::collection::vec(0.0..1.0f64, 0..6), point(), point()).prop_flat_map(
+            |(mut inner, first, last)| {
+                inner.sort_by(f64::total_cmp);
+                let times: Vec<f64> = std::iter::once(0.0)
+                    .chain(inner)
+                    .chain(std::iter::once(1.0))
+                    .collect();
+                let n = times.len() - 2;
+                prop::collection::vec(point(), n).prop_map(move |mid| {
+                    let points = std::iter::once(first)
+                        .chain(mid)
+                        .chain(std::iter::once(last))
+                        .collect();
+                    (times.clone(), points)
+                })
+            },
+        )
+    }
+
+    /// The polyline's point at time `s`.
+    fn polyline_at((times, points): &(Vec<f64>, Vec<DVec3>), s: f64) -> DVec3 {
+        let k = times.partition_point(|&u| u <= s).clamp(1, times.len() - 1) - 1;
+        let span = times[k + 1] - times[k];
+        if span == 0.0 {
+            return points[k + 1];
+        }
+        points[k].lerp(points[k + 1], ((s - times[k]) / span).clamp(0.0, 1.0))
+    }
+
     proptest! {
         #[test]
-        fn static_unions_are_the_fit_of_both_point_sets(
-            a in prop::collection::vec(point(), 1..5),
-            b in prop::collection::vec(point(), 1..5),
+        fn a_path_volume_holds_its_path_grown_by_the_pad(
+            path in polyline(),
             pad in 0.0..1.0f64,
         ) {
-            let fit = |p: &[DVec3]| Dop18::fit(p, p, 0.0, 0.0, pad);
-            let both: Vec<DVec3> = a.iter().chain(&b).copied().collect();
-            prop_assert_eq!(fit(&a).union_static(&fit(&b)), fit(&both));
-            let shared: Vec<DVec3> = b.iter().chain(&a[..1]).copied().collect();
-            prop_assert!(fit(&a).overlaps_static(&fit(&shared)));
+            let vol = Dop18::fit_path(&path.0, &path.1, pad);
+            for i in 0..=200 {
+                let s = f64::from(i) / 200.0;
+                let p = polyline_at(&path, s);
+                for j in 0..9 {
+                    let (lo, hi) = vol.slab(j, s, 1.0);
+                    let x = axis(j).dot(p);
+                    prop_assert!(lo <= x - pad && x + pad <= hi, "axis {j} at {s}: {x} in [{lo}, {hi}]");
+                }
+            }
+        }
+
+        #[test]
+        fn a_union_of_path_volumes_holds_each_of_them(
+            paths in prop::collection::vec(polyline(), 1..4),
+        ) {
+            let vols: Vec<Dop18> = paths.iter().map(|p| Dop18::fit_path(&p.0, &p.1, 0.1)).collect();
+            let ids: Vec<u32> = (0..vols.len() as u32).collect();
+            let union = Dop18::union_all(&vols, &ids, 0.0, 1.0);
+            for v in &vols {
+                prop_assert!(union.contains(v, 0.0, 1.0));
+            }
         }
     }
 
     #[test]
-    fn static_volumes_a_pad_apart_do_not_overlap() {
-        let fit = |p: DVec3| Dop18::fit(&[p], &[p], 0.0, 0.0, 0.5);
-        assert!(fit(DVec3::ZERO).overlaps_static(&fit(DVec3::new(0.0, 0.9, 0.0))));
-        assert!(!fit(DVec3::ZERO).overlaps_static(&fit(DVec3::new(0.0, 1.1, 0.0))));
+    fn path_volumes_follow_the_motion_and_not_the_sweep() {
+        // Two points 2 apart moving together by 10: their volumes never meet, though the
+        // regions they sweep overlap.
+        let times = [0.0, 0.5, 1.0];
+        let moving = |y: f64| {
+            let p = [0.0, 5.0, 10.0].map(|x| DVec3::new(x, y, 0.0));
+            Dop18::fit_path(&times, &p, 0.5)
+        };
+        assert!(moving(0.0)
+            .overlap_interval(&moving(2.0), 0.0, 1.0)
+            .is_none());
+        assert!(moving(0.0)
+            .overlap_interval(&moving(0.9), 0.0, 1.0)
+            .is_some());
     }
 
     fn point() -> impl Strategy<Value = DVec3> {

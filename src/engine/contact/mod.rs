@@ -159,6 +159,8 @@ pub(super) struct ContactCheckpoint {
     layers: LayerTicks,
     energy_limit: EnergyLimit,
     stats: ContactStats,
+    /// The length of the window's layer log then.
+    layer_log: usize,
 }
 
 /// Settings the contact subsystem needs from the scene.
@@ -773,7 +775,9 @@ impl Contact {
 
     /// Speculative scheduling: switches feature pair `key`'s layers on at `t` up to `layer`
     /// (each checked as a failing slab's would be), adding the pair if it is new. Nothing
-    /// happens if the layers are on already.
+    /// happens if the layers are on already, and no layer is switched on once the pair is
+    /// inside it: the layer was found needed on paths that have changed since, and the
+    /// window's check finds the pair again, earlier.
     pub(super) fn switch_on_speculatively(
         &mut self,
         key: PairKey,
@@ -796,6 +800,9 @@ impl Contact {
         self.stats.min_distance = self.stats.min_distance.min(motion.distance());
         while self.pairs.active[id as usize] < layer {
             let next = self.pairs.active[id as usize] + 1;
+            if motion.distance() < self.schedule.eta(next) {
+                break;
+            }
             self.switch_on(id, next, &motion, state, t, sched)?;
         }
         Ok(())
@@ -826,17 +833,18 @@ impl Contact {
             layers: self.layers.clone(),
             energy_limit: self.energy_limit.clone(),
             stats: self.stats.clone(),
+            layer_log: self.speculative.as_ref().map_or(0, |log| log.layers.len()),
         }
     }
 
-    /// Restores the state of `checkpoint` and clears the window's log.
+    /// Restores the state of `checkpoint`, the window's layer log included.
     pub(super) fn restore(&mut self, checkpoint: &ContactCheckpoint) {
         self.pairs.clone_from(&checkpoint.pairs);
         self.layers.clone_from(&checkpoint.layers);
         self.energy_limit.clone_from(&checkpoint.energy_limit);
         self.stats.clone_from(&checkpoint.stats);
         if let Some(log) = &mut self.speculative {
-            log.layers.clear();
+            log.layers.truncate(checkpoint.layer_log);
         }
     }
 

@@ -127,6 +127,21 @@ impl History {
         self.log_v.push(state.v[k]);
     }
 
+    /// The number of velocity changes recorded so far.
+    pub(super) fn len(&self) -> usize {
+        self.log_vertex.len()
+    }
+
+    /// Forgets every change recorded after the first `len`, going back to where `state` (saved
+    /// then) stood.
+    pub(super) fn rewind(&mut self, len: usize, state: &VertexState) {
+        self.log_vertex.truncate(len);
+        self.log_time.truncate(len);
+        self.log_x.truncate(len);
+        self.log_v.truncate(len);
+        self.last_v.clone_from(&state.v);
+    }
+
     /// Ends the window at `end` and sorts the log into per-vertex segments. The first vertex
     /// whose velocity changed without being recorded is an error: its recorded path would not
     /// be the one it took.
@@ -192,13 +207,15 @@ impl History {
         }
     }
 
-    /// Appends to `out` the corners of vertex `i`'s path: its position at each segment's start
-    /// and at the window's end. The path lies in their convex hull.
-    pub(super) fn corners(&self, i: u32, out: &mut Vec<DVec3>) {
+    /// Appends to `times` and `points` the corners of vertex `i`'s path: the times and
+    /// positions of its segments' starts, then of the window's end.
+    pub(super) fn corners(&self, i: u32, times: &mut Vec<f64>, points: &mut Vec<DVec3>) {
         let path = self.path(i);
-        out.extend_from_slice(path.x);
+        times.extend_from_slice(path.time);
+        points.extend_from_slice(path.x);
         let last = path.time.len() - 1;
-        out.push(path.at(last, self.end));
+        times.push(self.end);
+        points.push(path.at(last, self.end));
     }
 }
 
@@ -234,8 +251,9 @@ mod tests {
         assert_eq!(p.at(p.segment_at(1.5), 1.5), DVec3::new(1.5, 0.5, 0.0));
         assert_eq!(p.at(p.segment_at(3.0), 3.0), DVec3::new(2.0, 2.0, 0.0));
         assert_eq!(h.path(1).time, &[0.0, 1.5]);
-        let mut corners = Vec::new();
-        h.corners(1, &mut corners);
+        let (mut times, mut corners) = (Vec::new(), Vec::new());
+        h.corners(1, &mut times, &mut corners);
+        assert_eq!(times, vec![0.0, 1.5, 3.0]);
         assert_eq!(corners, vec![DVec3::X, DVec3::X, DVec3::new(1.0, 0.0, 1.5)]);
     }
 

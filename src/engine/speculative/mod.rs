@@ -5,16 +5,18 @@
 //! certificate at all, and the window is checked afterwards.
 //!
 //! One window, `[start, end)`:
-//! 1. save the state ([`checkpoint`]);
+//! 1. save the state at evenly spaced marks as the window runs ([`rewinds`]);
 //! 2. process every event before `end` as the loop does, recording each vertex's
 //!    piecewise-linear path ([`history`]), and switching on the layers found needed by earlier
 //!    runs of this window, each at the time it was found (its first tick is the first multiple
 //!    of its clock after that: the KDS rule);
 //! 3. look over the recorded paths for pairs that came within `ACTIVATION * eta(l)` of a layer
 //!    `l` they did not have ([`retrospective`]);
-//! 4. if there are any, restore the saved state and run the window again with the earliest
-//!    of them switched on as well (the paths before it stay as recorded, so it is on time; the
-//!    later ones may not be once its layer acts); otherwise commit.
+//! 4. if there are any, go back to the last mark before the earliest of them and run on from
+//!    there with all of them switched on as well. Up to the earliest the paths stay as
+//!    recorded, so its layer is on time; the later ones may come too late once it acts, and a
+//!    layer is never switched on inside itself: the next check finds such a pair again,
+//!    earlier. Otherwise commit.
 //!
 //! The two schedulers share the pair table and the layer ticks and apply the same activation
 //! rule, so they differ only in when a layer is found to be needed. Windows never straddle a
@@ -26,10 +28,11 @@
 mod checkpoint;
 mod history;
 mod retrospective;
+mod rewinds;
 
-use checkpoint::Checkpoint;
 use history::History;
 use retrospective::{Retrospective, Timeline, Violation};
+use rewinds::Rewinds;
 
 use super::contact::{Contact, LayerChange, ACTIVATION};
 use super::{FrameSink, NoFrames, Processed, RunError, Simulation};
@@ -73,7 +76,7 @@ pub(super) struct Speculative {
     frames_emitted: u64,
     history: History,
     detector: Retrospective,
-    checkpoint: Checkpoint,
+    rewinds: Rewinds,
     /// Layers to switch on in the window being run, by time (then pair and layer).
     pending: Vec<Violation>,
     /// Scratch: the window's candidate pairs.
@@ -94,7 +97,7 @@ impl Speculative {
             frames_emitted: 0,
             history: History::default(),
             detector: Retrospective::new(edges.to_vec(), triangles.to_vec(), vertices),
-            checkpoint: Checkpoint::default(),
+            rewinds: Rewinds::default(),
             pending: Vec::new(),
             candidates: Vec::new(),
             changes: Vec::new(),
@@ -156,14 +159,18 @@ impl Speculative {
         }
         // A window of no length takes the events at `until` itself.
         let last = end <= start;
-        self.checkpoint.save(sim);
+        self.history.begin(&sim.state, start);
+        if let Some(log) = sim.contact.as_mut().and_then(Contact::speculative_log) {
+            log.layers.clear();
+        }
+        self.rewinds.begin(start, end);
         self.pending.clear();
-        let mut rollbacks = 0;
-        let processed = loop {
-            let processed = self.run(sim, (start, end, last), sink)?;
+        let (mut rollbacks, mut next, mut processed) = (0, 0, None);
+        loop {
+            processed = self.run(sim, (end, last), (next, processed), sink)?;
             let found = self.detect(sim)?;
             if found.is_empty() {
-                break processed;
+                break;
             }
             rollbacks += 1;
             if rollbacks > MAX_ROLLBACKS {
@@ -173,20 +180,23 @@ impl Speculative {
                     message: format!("the window [{start}, {end}] s did not come clean"),
                 });
             }
-            self.checkpoint.restore(sim);
-            // Only the earliest: the paths after it change once its layer is on, so later
-            // finds could be late on the new paths. Before it they stay as recorded, so every
-            // layer switched on is on time.
+            // Every find is switched on, not only the earliest. The paths after the earliest
+            // change once its layer acts, so a later one may then come too late; but the next
+            // check finds that pair again, earlier, and its earlier time is switched on too.
+            // Up to the earliest the paths stay as recorded, so the run resumes from the last
+            // mark before it.
             let earliest = found.iter().map(|v| v.time).fold(f64::INFINITY, f64::min);
-            self.pending
-                .extend(found.into_iter().filter(|v| v.time == earliest));
+            let resume;
+            (resume, processed) = (self.rewinds).restore_before(earliest, sim, &mut self.history);
+            self.pending.extend(found);
             self.pending.sort_unstable_by(|a, b| {
                 (a.time.total_cmp(&b.time))
                     .then(a.key.cmp(&b.key))
                     .then(a.layer.cmp(&b.layer))
             });
             self.pending.dedup();
-        };
+            next = self.pending.partition_point(|p| p.time < resume);
+        }
         let contact = sim.contact.as_mut().expect("contact is on");
         contact.drop_inactive(&mut Scheduler {
             table: &mut sim.events,
@@ -202,27 +212,33 @@ impl Speculative {
         Ok(processed)
     }
 
-    /// Processes the window's events (before `end`, or up to it if `last`), switching on the
-    /// pending layers at their times, and records the paths.
+    /// Processes the window's events (before `end`, or up to it if `last`) from where the last
+    /// run or rollback left it, switching on the pending layers from `pending[next]` at their
+    /// times, saving the marks it passes, and records the paths. Returns the window's last
+    /// event (`processed` if it processes none).
     fn run(
         &mut self,
         sim: &mut Simulation,
-        (start, end, last): (f64, f64, bool),
+        (end, last): (f64, bool),
+        (mut next, mut processed): (usize, Option<Processed>),
         sink: &mut dyn FrameSink,
     ) -> Result<Option<Processed>, RunError> {
-        self.history.begin(&sim.state, start);
-        if let Some(log) = sim.contact.as_mut().and_then(Contact::speculative_log) {
-            log.layers.clear();
-        }
-        let mut next = 0;
-        let mut processed = None;
         loop {
             let due = sim
                 .queue
                 .peek()
                 .filter(|&(_, t)| t < end || (last && t <= end));
             let horizon = due.map_or(f64::INFINITY, |(_, t)| t);
-            if self.pending.get(next).is_some_and(|p| p.time < horizon) {
+            let switch_on = self.pending.get(next).map_or(f64::INFINITY, |p| p.time);
+            if self
+                .rewinds
+                .due()
+                .is_some_and(|m| m <= horizon.min(switch_on))
+            {
+                self.rewinds.save(sim, &self.history, processed);
+                continue;
+            }
+            if switch_on < horizon {
                 // Its first tick may come before the event peeked: peek again.
                 self.switch_on_next(sim, &mut next)?;
                 continue;

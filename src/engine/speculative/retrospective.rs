@@ -2,13 +2,17 @@
 //! within the activation distance `ACTIVATION * eta(l)` of a layer `l` they did not have
 //! active, and when first.
 //!
-//! **Broad phase.** Each leaf of the k-DOP hierarchy of [`crate::kds`] (a triangle, or a loose
-//! edge or vertex) gets a static 18-DOP around the corners of its vertices' paths over the
-//! window (a piecewise-linear path lies in the convex hull of its corners), grown by half the
-//! first layer's activation distance; a self-traversal of the hierarchy hands every pair of
-//! overlapping buckets' feature pairs ([`Leaves::group_features`]) to the narrow phase. The
-//! hierarchy's topology is kept between windows and only its volumes refitted, until refits have
-//! let it grow loose (as the kinetic broad phase does).
+//! **Broad phase.** Each vertex gets an 18-DOP moving linearly over the window that holds its
+//! path ([`Dop18::fit_path`]: per axis, the chord of the path shifted by its largest excursions),
+//! grown by half the first layer's activation distance. Moving volumes follow the motion: two
+//! features that travel together never meet, however far they go, where volumes around
+//! everything each swept would hold every pair a fast part passes. Each leaf of the k-DOP
+//! hierarchy of [`crate::kds`] (a triangle, or a loose edge or vertex) holds its vertices'
+//! volumes; a self-traversal of the hierarchy, shared out over the thread pool, hands each pair
+//! of leaves in overlapping buckets whose own volumes may meet, and then each of their feature
+//! pairs whose sides' volumes may meet, to the narrow phase. The hierarchy's topology is kept
+//! between windows and only its volumes refitted, until refits have let it grow loose (as the
+//! kinetic broad phase does).
 //!
 //! **Narrow phase.** A pair's distance is 1-Lipschitz in its vertices' positions: while every
 //! vertex of one side moves by at most `a` relative to a common translation and every vertex of
@@ -33,11 +37,14 @@ use crate::contact::layers::LayerSchedule;
 use crate::contact::PairKey;
 use crate::engine::contact::{feature_distance, LayerChange, ACTIVATION};
 use crate::kds::bvh::Bvh;
-use crate::kds::kdop::{Dop18, Volume};
+use crate::kds::kdop::{Dop18, Volume, TOLERANCE};
 use crate::kds::leaves::Leaves;
 
 /// Leaf nodes per rayon task when the volumes are fitted.
 const PAR_MIN_LEN: usize = 256;
+
+/// Node pairs the hierarchy's self-traversal is shared out as, at least.
+const TRAVERSAL_TASKS: usize = 64;
 
 /// Pairs per rayon task in the narrow phase.
 const PAR_PAIRS: usize = 64;
@@ -54,10 +61,6 @@ const AUDIT_DEPTH: u32 = 24;
 /// The hierarchy is rebuilt when refits have grown its internal volumes past this multiple of
 /// their size when built.
 const LOOSE: f64 = 2.0;
-
-/// The static volumes' time span: an instant, on which [`Volume::fit`] makes volumes that do
-/// not move.
-const STATIC: (f64, f64) = (0.0, 0.0);
 
 /// A pair found closer than a layer's activation distance while the layer was off.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -105,6 +108,12 @@ pub(super) struct Retrospective {
     leaves: Leaves,
     /// Each vertex's volume over the window.
     vertex_vol: Vec<Dop18>,
+    /// Each vertex's volume's extents at the window's ends.
+    vertex_ends: Vec<Ends>,
+    /// Each leaf's (the union of its vertices'), likewise.
+    leaf_ends: Vec<Ends>,
+    /// The window the volumes were fitted to.
+    span: (f64, f64),
     bvh: Option<Bvh<Dop18>>,
     /// [`Bvh::spread`] when the hierarchy was built.
     built_spread: f64,
@@ -119,6 +128,9 @@ impl Retrospective {
         Self {
             leaves: Leaves::new(edges, triangles, vertices),
             vertex_vol: Vec::new(),
+            vertex_ends: Vec::new(),
+            leaf_ends: Vec::new(),
+            span: (0.0, 0.0),
             bvh: None,
             built_spread: 0.0,
         }
@@ -129,63 +141,113 @@ impl Retrospective {
         self.leaves.key_vertices(key)
     }
 
-    /// Every feature pair whose swept volumes, grown by `reach / 2` each, overlap over the
-    /// window of `history`, sorted, each once, into `out`.
+    /// Every feature pair whose swept volumes, grown by `reach / 2` each, may overlap at some
+    /// time of the window of `history`, sorted, each once, into `out`.
     pub(super) fn candidates(&mut self, history: &History, reach: f64, out: &mut Vec<PairKey>) {
         out.clear();
         if self.leaves.is_empty() {
             return;
         }
         self.fit(history, reach / 2.0);
-        let bvh = self.bvh.as_ref().expect("fitted above");
-        let overlap = |a: u32, b: u32| bvh.vol[a as usize].overlaps_static(&bvh.vol[b as usize]);
-        let vol = &self.vertex_vol;
-        let union = |vs: &[u32]| {
-            (vs[1..].iter()).fold(vol[vs[0] as usize], |u, &v| {
-                u.union_static(&vol[v as usize])
-            })
-        };
-        let leaves = &self.leaves;
-        // Neighbouring buckets always overlap: each feature pair is filtered by its own sides.
-        let mut found = |k: PairKey| {
-            let v = leaves.key_vertices(k);
-            let (a, b) = match k {
-                PairKey::VertexTriangle(..) => (union(&v[..1]), union(&v[1..])),
-                PairKey::EdgeEdge(..) => (union(&v[..2]), union(&v[2..])),
-            };
-            if a.overlaps_static(&b) {
-                out.push(k);
+        // Node pairs, expanded breadth first until there are enough to share out.
+        let mut frontier = vec![(0u32, 0u32)];
+        while frontier.len() < TRAVERSAL_TASKS {
+            let mut next = Vec::with_capacity(2 * frontier.len());
+            let mut expanded = false;
+            for &pair in &frontier {
+                expanded |= self.descend(pair, &mut |p| next.push(p), &mut |k| out.push(k));
             }
-        };
-        let mut stack = vec![(0u32, 0u32)];
-        while let Some((a, b)) = stack.pop() {
-            if a == b {
-                match bvh.bucket(a) {
-                    Some(bucket) => leaves.group_features(bucket, None, &mut found),
-                    None => {
-                        let [l, r] = bvh.children(a);
-                        stack.extend([(l, l), (r, r), (l, r)]);
-                    }
-                }
-                continue;
-            }
-            if !overlap(a, b) {
-                continue;
-            }
-            match (bvh.bucket(a), bvh.bucket(b)) {
-                (Some(x), Some(y)) => leaves.group_features(x, Some(y), &mut found),
-                (None, _) => {
-                    let [l, r] = bvh.children(a);
-                    stack.extend([(l, b), (r, b)]);
-                }
-                (Some(_), None) => {
-                    let [l, r] = bvh.children(b);
-                    stack.extend([(a, l), (a, r)]);
-                }
+            frontier = next;
+            if !expanded {
+                break;
             }
         }
+        let found: Vec<Vec<PairKey>> = frontier
+            .par_iter()
+            .map(|&pair| {
+                let (mut stack, mut found) = (vec![pair], Vec::new());
+                while let Some(pair) = stack.pop() {
+                    self.descend(pair, &mut |p| stack.push(p), &mut |k| found.push(k));
+                }
+                found
+            })
+            .collect();
+        out.extend(found.into_iter().flatten());
         out.sort_unstable();
         out.dedup();
+    }
+
+    /// One step of the hierarchy's self-traversal at node pair `(a, b)` (`a == b`: within one
+    /// node): hands the feature pairs of two buckets whose own volumes may meet to `found`,
+    /// or the child pairs to `push`. Returns whether it pushed any.
+    fn descend(
+        &self,
+        (a, b): (u32, u32),
+        push: &mut impl FnMut((u32, u32)),
+        found: &mut impl FnMut(PairKey),
+    ) -> bool {
+        let bvh = self.bvh.as_ref().expect("fitted");
+        let leaves = &self.leaves;
+        // Neighbouring buckets always overlap: each leaf pair, and then each feature pair, is
+        // filtered by its own sides.
+        let mut near = |k: PairKey| {
+            let v = leaves.key_vertices(k);
+            let (p, q) = match k {
+                PairKey::VertexTriangle(..) => (&v[..1], &v[1..]),
+                PairKey::EdgeEdge(..) => (&v[..2], &v[2..]),
+            };
+            if Ends::unions_meet(&self.vertex_ends, p, q) {
+                found(k);
+            }
+        };
+        if a == b {
+            return match bvh.bucket(a) {
+                Some(bucket) => {
+                    for (i, &p) in bucket.iter().enumerate() {
+                        for &q in &bucket[i + 1..] {
+                            self.leaf_features(p, q, &mut near);
+                        }
+                    }
+                    false
+                }
+                None => {
+                    let [l, r] = bvh.children(a);
+                    [(l, l), (r, r), (l, r)].into_iter().for_each(push);
+                    true
+                }
+            };
+        }
+        let (t, t_end) = self.span;
+        let (va, vb) = (&bvh.vol[a as usize], &bvh.vol[b as usize]);
+        if va.overlap_interval(vb, t, t_end).is_none() {
+            return false;
+        }
+        match (bvh.bucket(a), bvh.bucket(b)) {
+            (Some(x), Some(y)) => {
+                for &p in x {
+                    for &q in y {
+                        self.leaf_features(p, q, &mut near);
+                    }
+                }
+                return false;
+            }
+            (None, _) => {
+                let [l, r] = bvh.children(a);
+                [(l, b), (r, b)].into_iter().for_each(push);
+            }
+            (Some(_), None) => {
+                let [l, r] = bvh.children(b);
+                [(a, l), (a, r)].into_iter().for_each(push);
+            }
+        }
+        true
+    }
+
+    /// Hands the feature pairs of leaves `p` and `q` to `near` if the leaves' volumes may meet.
+    fn leaf_features(&self, p: u32, q: u32, near: &mut impl FnMut(PairKey)) {
+        if Ends::unions_meet(&self.leaf_ends, &[p], &[q]) {
+            self.leaves.features(p, q, near);
+        }
     }
 
     /// Fits every volume to the window's paths grown by `pad`, building the hierarchy first if
@@ -219,20 +281,40 @@ impl Retrospective {
         }
     }
 
-    /// Refits the volumes: every vertex's and then the leaf nodes' in parallel, then the
-    /// internal nodes bottom up.
+    /// Refits the volumes, each moving linearly over the window: every vertex's and then the
+    /// leaf nodes' in parallel, then the internal nodes bottom up.
     fn refit(&mut self, history: &History, pad: f64) {
+        self.span = history.span();
+        let (t, t_end) = self.span;
         let n = self.leaves.vertex_leaves.rows();
         self.vertex_vol.clear();
         self.vertex_vol.par_extend(
             (0..n as u32)
                 .into_par_iter()
                 .with_min_len(PAR_MIN_LEN)
-                .map_init(Vec::new, |points, v| {
-                    points.clear();
-                    history.corners(v, points);
-                    Dop18::fit(points, points, STATIC.0, STATIC.1, pad)
-                }),
+                .map_init(
+                    || (Vec::new(), Vec::new()),
+                    |(times, points), v| {
+                        times.clear();
+                        points.clear();
+                        history.corners(v, times, points);
+                        Dop18::fit_path(times, points, pad)
+                    },
+                ),
+        );
+        self.vertex_ends.clear();
+        (self.vertex_ends).par_extend(
+            (self.vertex_vol.par_iter())
+                .with_min_len(PAR_MIN_LEN)
+                .map(|v| Ends::of(v, (t, t_end))),
+        );
+        let (leaves, vertex_ends) = (&self.leaves, &self.vertex_ends);
+        self.leaf_ends.clear();
+        (self.leaf_ends).par_extend(
+            (0..leaves.len() as u32)
+                .into_par_iter()
+                .with_min_len(PAR_MIN_LEN)
+                .map(|l| Ends::union(leaves.verts(l).map(|v| &vertex_ends[v as usize]))),
         );
         let bvh = self.bvh.as_mut().expect("built");
         let mut vol = std::mem::take(&mut bvh.vol);
@@ -241,17 +323,17 @@ impl Retrospective {
         vol.par_iter_mut()
             .enumerate()
             .with_min_len(PAR_MIN_LEN)
-            .for_each(|(n, v)| {
+            .for_each_init(Vec::new, |verts, (n, v)| {
                 if let Some(bucket) = frozen.bucket(n as u32) {
-                    let mut verts = bucket.iter().flat_map(|&l| leaves.verts(l));
-                    let first = vertex_vol[verts.next().expect("a leaf has a vertex") as usize];
-                    *v = verts.fold(first, |u, w| u.union_static(&vertex_vol[w as usize]));
+                    verts.clear();
+                    verts.extend(bucket.iter().flat_map(|&l| leaves.verts(l)));
+                    *v = Dop18::union_all(vertex_vol, verts, t, t_end);
                 }
             });
         for n in (0..vol.len()).rev() {
             if bvh.bucket(n as u32).is_none() {
                 let [a, b] = bvh.children(n as u32);
-                vol[n] = vol[a as usize].union_static(&vol[b as usize]);
+                vol[n] = vol[a as usize].union(&vol[b as usize], t, t_end);
             }
         }
         bvh.vol = vol;
@@ -321,6 +403,99 @@ impl Retrospective {
             .find_first(Option::is_some)
             .flatten();
         breach.map_or(Ok(()), Err)
+    }
+}
+
+/// A vertex volume's extents along each axis at the window's start and end, in `f64`: what
+/// the candidate filter reads, so that each feature pair's test only takes minima and maxima.
+#[derive(Clone, Copy, Debug)]
+struct Ends {
+    lo0: [f64; AXES],
+    lo1: [f64; AXES],
+    hi0: [f64; AXES],
+    hi1: [f64; AXES],
+}
+
+/// Slab axes of a [`Dop18`].
+const AXES: usize = 9;
+
+impl Ends {
+    /// The extents of `vol` at `t` and `t_end`.
+    fn of(vol: &Dop18, (t, t_end): (f64, f64)) -> Self {
+        let mut out = Ends {
+            lo0: [0.0; AXES],
+            lo1: [0.0; AXES],
+            hi0: [0.0; AXES],
+            hi1: [0.0; AXES],
+        };
+        for j in 0..AXES {
+            (out.lo0[j], out.hi0[j]) = vol.slab(j, t, t_end);
+            (out.lo1[j], out.hi1[j]) = vol.slab(j, t_end, t_end);
+        }
+        out
+    }
+
+    /// The extents of the union of `ends` (at least one): per axis, the least lower and the
+    /// greatest upper extent at each end.
+    fn union<'a>(mut ends: impl Iterator<Item = &'a Ends>) -> Self {
+        let mut out = *ends.next().expect("at least one");
+        for e in ends {
+            for j in 0..AXES {
+                out.lo0[j] = out.lo0[j].min(e.lo0[j]);
+                out.lo1[j] = out.lo1[j].min(e.lo1[j]);
+                out.hi0[j] = out.hi0[j].max(e.hi0[j]);
+                out.hi1[j] = out.hi1[j].max(e.hi1[j]);
+            }
+        }
+        out
+    }
+
+    /// Whether the union of the volumes `ends[i]`, `i` in `a`, may overlap the union of those
+    /// in `b` at some time of the window (both non-empty). Per axis, a union's lower extent is
+    /// the least of lines, concave in time, so the chord between its ends lies below it; each
+    /// side's gap on a chord is linear in the time, and the pair may meet only where every
+    /// gap is non-negative.
+    fn unions_meet(ends: &[Ends], a: &[u32], b: &[u32]) -> bool {
+        let side = |ids: &[u32], j: usize| {
+            let inf = f64::INFINITY;
+            ids.iter()
+                .fold((inf, inf, -inf, -inf), |(lo0, lo1, hi0, hi1), &i| {
+                    let e = &ends[i as usize];
+                    (
+                        lo0.min(e.lo0[j]),
+                        lo1.min(e.lo1[j]),
+                        hi0.max(e.hi0[j]),
+                        hi1.max(e.hi1[j]),
+                    )
+                })
+        };
+        // In lambda = (s - t) / (t_end - t), on [0, 1].
+        let (mut lo, mut hi) = (0.0f64, 1.0f64);
+        for j in 0..AXES {
+            let (alo0, alo1, ahi0, ahi1) = side(a, j);
+            let (blo0, blo1, bhi0, bhi1) = side(b, j);
+            let scale = 1.0 + alo0.abs().max(ahi1.abs()).max(blo0.abs()).max(bhi1.abs());
+            let tol = TOLERANCE * scale;
+            let gaps = [
+                (ahi0 - blo0 + tol, ahi1 - blo1 + tol),
+                (bhi0 - alo0 + tol, bhi1 - alo1 + tol),
+            ];
+            for (g0, g1) in gaps {
+                if g0 < 0.0 && g1 < 0.0 {
+                    return false;
+                }
+                // g0 + (g1 - g0) lambda >= 0.
+                if g0 < 0.0 {
+                    lo = lo.max(-g0 / (g1 - g0));
+                } else if g1 < 0.0 {
+                    hi = hi.min(g0 / (g0 - g1));
+                }
+            }
+            if lo > hi {
+                return false;
+            }
+        }
+        true
     }
 }
 
@@ -538,6 +713,40 @@ mod tests {
                 let d = feature_distance(key, &pos);
                 prop_assert!(d > thr, "within {thr} at {s} (found {found:?}): {d}");
             }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        /// Whenever a vertex of one side comes within twice the pad of a vertex of the other
+        /// (sampled), the two sides' volumes are reported as meeting.
+        #[test]
+        fn the_candidate_filter_never_drops_a_pair_that_comes_near(
+            start in prop::array::uniform4(vec3()),
+            kicks in prop::array::uniform4(kicks()),
+            split in 1..4usize,
+            pad in 0.05..0.5f64,
+        ) {
+            let m = Motion::new(start, kicks);
+            let paths = m.paths();
+            let ends: Vec<Ends> = paths
+                .iter()
+                .map(|p| {
+                    let mut times = p.time.to_vec();
+                    let mut points = p.x.to_vec();
+                    times.push(1.0);
+                    points.push(p.at(p.time.len() - 1, 1.0));
+                    Ends::of(&Dop18::fit_path(&times, &points, pad), (0.0, 1.0))
+                })
+                .collect();
+            let (a, b): (Vec<u32>, Vec<u32>) = ((0..split as u32).collect(), (split as u32..4).collect());
+            let near = (0..=2000).any(|i| {
+                let s = f64::from(i) / 2000.0;
+                let at = |v: u32| paths[v as usize].at(paths[v as usize].segment_at(s), s);
+                a.iter().any(|&p| b.iter().any(|&q| at(p).distance(at(q)) <= 2.0 * pad))
+            });
+            prop_assert!(!near || Ends::unions_meet(&ends, &a, &b));
         }
     }
 
