@@ -348,35 +348,14 @@ pub type Dop26 = Dop<13>;
 impl<const A: usize> Dop<A> {
     /// The volume, moving linearly over `[times[0], times[last]]`, that holds the
     /// piecewise-linear path through `points` at `times` (ascending, at least one) grown by
-    /// `pad`: per axis, the chord of the path's projection shifted down and up by its largest
-    /// excursions below and above it. Path and chord are both linear between the points, so
-    /// their difference is extreme at one of them. On an instant, the points' hull.
+    /// `pad` ([`PathFit`]).
     pub fn fit_path(times: &[f64], points: &[DVec3], pad: f64) -> Self {
         let last = times.len() - 1;
-        let (t, t_end) = (times[0], times[last]);
-        if is_instant(t, t_end) {
-            return Self::fit(points, points, t, t_end, pad);
+        let mut fit = PathFit::new((times[0], times[last]), points[0], points[last]);
+        for (&s, &p) in times.iter().zip(points) {
+            fit.add(s, p);
         }
-        let mut out = Dop {
-            lo: [0.0; A],
-            hi: [0.0; A],
-            vlo: [0.0; A],
-            vhi: [0.0; A],
-        };
-        for j in 0..A {
-            let d = axis(j);
-            let (q0, q1) = (d.dot(points[0]), d.dot(points[last]));
-            let rate = (q1 - q0) / (t_end - t);
-            let (mut below, mut above) = (0.0f64, 0.0f64);
-            for (&s, p) in times.iter().zip(points) {
-                let e = d.dot(*p) - (q0 + rate * (s - t));
-                below = below.min(e);
-                above = above.max(e);
-            }
-            (out.lo[j], out.vlo[j]) = lower_line(q0 + below - pad, q1 + below - pad, t, t_end);
-            (out.hi[j], out.vhi[j]) = upper_line(q0 + above + pad, q1 + above + pad, t, t_end);
-        }
-        out
+        fit.volume(pad)
     }
 
     /// Per axis, the lowest lower and highest upper extent of the volumes `vols[i]`, `i` in
@@ -423,6 +402,74 @@ impl<const A: usize> Dop<A> {
             at(self.lo[j], self.vlo[j], u),
             at(self.hi[j], self.vhi[j], u),
         )
+    }
+}
+
+/// A [`Dop`] fitted to a piecewise-linear path over `[t, t_end]` point by point: per axis, the
+/// chord of the path's projection from its first point to its last, and the largest excursions
+/// of the points added below and above it. Path and chord are both linear between the points,
+/// so their difference is extreme at one of them, and the volume holds the whole path. On an
+/// instant the chord is flat.
+#[derive(Clone, Copy, Debug)]
+pub struct PathFit<const A: usize> {
+    t: f64,
+    t_end: f64,
+    /// The chord's value at `t` and its rate, per axis.
+    q0: [f64; A],
+    rate: [f64; A],
+    /// The largest excursions below (negative) and above the chord, per axis.
+    below: [f64; A],
+    above: [f64; A],
+}
+
+impl<const A: usize> PathFit<A> {
+    /// The fit of a path over `[t, t_end]` from `first` (at `t`) to `last` (at `t_end`).
+    pub fn new((t, t_end): (f64, f64), first: DVec3, last: DVec3) -> Self {
+        let mut fit = PathFit {
+            t,
+            t_end,
+            q0: [0.0; A],
+            rate: [0.0; A],
+            below: [0.0; A],
+            above: [0.0; A],
+        };
+        for j in 0..A {
+            let d = axis(j);
+            fit.q0[j] = d.dot(first);
+            if !is_instant(t, t_end) {
+                fit.rate[j] = (d.dot(last) - fit.q0[j]) / (t_end - t);
+            }
+        }
+        fit.add(t_end, last);
+        fit
+    }
+
+    /// Adds the path's point `p` at time `s`.
+    #[inline]
+    pub fn add(&mut self, s: f64, p: DVec3) {
+        for j in 0..A {
+            let e = axis(j).dot(p) - (self.q0[j] + self.rate[j] * (s - self.t));
+            self.below[j] = self.below[j].min(e);
+            self.above[j] = self.above[j].max(e);
+        }
+    }
+
+    /// The volume holding every point added and the path between them, grown by `pad`.
+    pub fn volume(&self, pad: f64) -> Dop<A> {
+        let (t, t_end) = (self.t, self.t_end);
+        let mut out = Dop {
+            lo: [0.0; A],
+            hi: [0.0; A],
+            vlo: [0.0; A],
+            vhi: [0.0; A],
+        };
+        for j in 0..A {
+            let (q0, q1) = (self.q0[j], self.q0[j] + self.rate[j] * (t_end - t));
+            let (lo, hi) = (self.below[j] - pad, self.above[j] + pad);
+            (out.lo[j], out.vlo[j]) = lower_line(q0 + lo, q1 + lo, t, t_end);
+            (out.hi[j], out.vhi[j]) = upper_line(q0 + hi, q1 + hi, t, t_end);
+        }
+        out
     }
 }
 

@@ -81,6 +81,8 @@ pub(super) struct Speculative {
     pending: Vec<Violation>,
     /// Scratch: the window's candidate pairs.
     candidates: Vec<PairKey>,
+    /// Scratch: their vertices.
+    vertices: Vec<u32>,
     /// Scratch: the window's layer changes, by pair.
     changes: Vec<LayerChange>,
 }
@@ -100,6 +102,7 @@ impl Speculative {
             rewinds: Rewinds::default(),
             pending: Vec::new(),
             candidates: Vec::new(),
+            vertices: Vec::new(),
             changes: Vec::new(),
         }
     }
@@ -336,6 +339,15 @@ impl Speculative {
         let mut candidates = std::mem::take(&mut self.candidates);
         self.detector
             .candidates(&self.history, reach, &mut candidates);
+        self.vertices.clear();
+        (self.vertices).extend(
+            candidates
+                .iter()
+                .flat_map(|&k| self.detector.key_vertices(k)),
+        );
+        self.vertices.sort_unstable();
+        self.vertices.dedup();
+        self.history.select(&self.vertices);
         self.changes.clear();
         if let Some(log) = contact.speculative_log() {
             self.changes.extend_from_slice(&log.layers);

@@ -261,7 +261,7 @@ impl Retrospective {
             let centroids: Vec<DVec3> = (0..self.leaves.len() as u32)
                 .map(|l| {
                     let (sum, n) = (self.leaves.verts(l)).fold((DVec3::ZERO, 0.0), |(s, n), v| {
-                        (s + history.path(v).x[0], n + 1.0)
+                        (s + history.start_position(v), n + 1.0)
                     });
                     sum / n
                 })
@@ -292,15 +292,7 @@ impl Retrospective {
             (0..n as u32)
                 .into_par_iter()
                 .with_min_len(PAR_MIN_LEN)
-                .map_init(
-                    || (Vec::new(), Vec::new()),
-                    |(times, points), v| {
-                        times.clear();
-                        points.clear();
-                        history.corners(v, times, points);
-                        Dop18::fit_path(times, points, pad)
-                    },
-                ),
+                .map(|v| history.volume(v, pad)),
         );
         self.vertex_ends.clear();
         (self.vertex_ends).par_extend(
