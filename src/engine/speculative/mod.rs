@@ -26,10 +26,12 @@
 //! trajectory only, never on the number of threads.
 
 mod checkpoint;
+mod frame_check;
 mod history;
 mod retrospective;
 mod rewinds;
 
+use frame_check::CheckedFrames;
 use history::History;
 use retrospective::{Retrospective, Timeline, Violation};
 use rewinds::Rewinds;
@@ -116,9 +118,10 @@ pub(super) fn run_until(
     sink: &mut dyn FrameSink,
 ) -> Result<(), RunError> {
     let mut spec = sim.speculative.take().expect("a speculative simulation");
+    let mut sink = CheckedFrames::new(sink);
     let mut result = Ok(None);
     while result.is_ok() && sim.queue.peek().is_some_and(|(_, t)| t <= until) {
-        result = spec.window(sim, until, sink);
+        result = spec.window(sim, until, &mut sink);
     }
     sim.speculative = Some(spec);
     result?;
@@ -136,9 +139,10 @@ pub(super) fn step(
     sink: &mut dyn FrameSink,
 ) -> Result<Option<Processed>, RunError> {
     let mut spec = sim.speculative.take().expect("a speculative simulation");
+    let mut sink = CheckedFrames::new(sink);
     let mut result = Ok(None);
     while result.as_ref().is_ok_and(Option::is_none) && sim.queue.peek().is_some() {
-        result = spec.window(sim, f64::INFINITY, sink);
+        result = spec.window(sim, f64::INFINITY, &mut sink);
     }
     sim.speculative = Some(spec);
     result
