@@ -141,6 +141,11 @@ impl LayerTicks {
         self.clocks[l as usize - 1]
     }
 
+    /// The work closure of elastic contact episodes.
+    pub(super) fn closure(&mut self) -> &mut WorkClosure {
+        &mut self.closure
+    }
+
     /// The clock of layer `l`, which has been active (so its clock is known).
     pub(super) fn active_clock(&self, l: u32) -> f64 {
         self.clocks[l as usize - 1]
@@ -227,7 +232,7 @@ impl LayerTicks {
         for (m, result) in members.iter().zip(&impulses) {
             self.stats.min_distance = self.stats.min_distance.min(result.distance);
             let verts = &pairs.verts[m.pair as usize][..m.key.vertex_count()];
-            self.closure.record(m.pair, verts, result, eta, state);
+            self.closure.record(m.pair, verts, result, eta, state, t);
             self.apply(state, verts, &result.impulses, t, &mut kicked);
             if result.distance >= outermost {
                 if let Some(closing) = self.closure.close(m.pair, m.key, verts, state, t) {

@@ -27,6 +27,7 @@
 
 use glam::DVec3;
 
+use super::force_phases::ForcePhases;
 use crate::contact::closest::{edge_edge, vertex_triangle};
 use crate::contact::penalty::PairImpulse;
 use crate::contact::{ContactKey, PairKey};
@@ -43,6 +44,9 @@ pub(super) struct WorkClosure {
     open: Vec<bool>,
     /// The pair each slot's work belongs to.
     key: Vec<Option<ContactKey>>,
+    /// With `contact.closure_forces`: the other forces' last ticks, to count the error each
+    /// normal impulse makes in them (`force_phases.rs`) as the pair's work too.
+    phases: Option<ForcePhases>,
 }
 
 impl WorkClosure {
@@ -53,7 +57,35 @@ impl WorkClosure {
             work: Vec::new(),
             open: Vec::new(),
             key: Vec::new(),
+            phases: None,
         }
+    }
+
+    /// Whether episodes are closed.
+    pub(super) fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Counts, from now on, the error each normal impulse makes in the ticks of the forces
+    /// that `phases` follows.
+    pub(super) fn follow_forces(&mut self, phases: ForcePhases) {
+        self.phases = Some(phases);
+    }
+
+    /// The other forces' last ticks, if followed.
+    pub(super) fn phases(&mut self) -> Option<&mut ForcePhases> {
+        self.phases.as_mut()
+    }
+
+    /// The error that normal impulses `c[k] * normal` on `verts` at `t` make in the followed
+    /// forces' ticks (0 when none are followed).
+    fn force_error(&self, verts: &[u32], c: &[f64], normal: DVec3, t: f64) -> f64 {
+        self.phases.as_ref().map_or(0.0, |phases| {
+            (verts.iter().zip(c))
+                .filter(|&(_, &ck)| ck != 0.0)
+                .map(|(&v, &ck)| phases.error(v, ck * normal, t))
+                .sum()
+        })
     }
 
     /// Pair `pair`, of kind `key`, begins an episode (its first layer was activated). Work
@@ -76,8 +108,8 @@ impl WorkClosure {
         }
     }
 
-    /// Records the impulses of `tick` (one tick of a layer of thickness `eta`) about to be
-    /// applied to the pair's vertices `verts`. Call before applying them.
+    /// Records the impulses of `tick` (one tick at `t` of a layer of thickness `eta`) about to
+    /// be applied to the pair's vertices `verts`. Call before applying them.
     pub(super) fn record(
         &mut self,
         pair: u32,
@@ -85,6 +117,7 @@ impl WorkClosure {
         tick: &PairImpulse<6>,
         eta: f64,
         state: &VertexState,
+        t: f64,
     ) {
         let i = pair as usize;
         if !self.enabled || !self.open[i] {
@@ -99,7 +132,8 @@ impl WorkClosure {
         }
         let normal = tick.normal;
         let mut work = 0.0;
-        for (&vert, &j) in verts.iter().zip(impulses) {
+        let mut c = [0.0; 6];
+        for (k, (&vert, &j)) in verts.iter().zip(impulses).enumerate() {
             let v = vert as usize;
             let w = state.inv_mass[v];
             if w == 0.0 {
@@ -111,7 +145,9 @@ impl WorkClosure {
             }
             let jn = j.dot(normal);
             work += jn * normal.dot(state.v[v]) + 0.5 * w * jn * jn;
+            c[k] = jn;
         }
+        work += self.force_error(verts, &c, normal, t);
         self.work[i] += work;
     }
 
@@ -157,16 +193,22 @@ impl WorkClosure {
         let v: [DVec3; 4] = std::array::from_fn(|k| state.v[verts[k] as usize]);
         let inv_mass: [f64; 4] = std::array::from_fn(|k| state.inv_mass[verts[k] as usize]);
         // Relative normal velocity u and effective inverse mass K: an impulse lambda c_k n
-        // changes the kinetic energy by lambda u + K lambda^2 / 2 and u to u + K lambda.
+        // changes the kinetic energy by lambda u + K lambda^2 / 2 and u to u + K lambda; the
+        // followed forces' error by lambda e.
         let u = weighted(c, v).dot(normal);
         let k: f64 = (0..4).map(|m| c[m] * c[m] * inv_mass[m]).sum();
-        // lambda u + K lambda^2 / 2 = -work, the root that keeps the sign of u:
-        // u + K lambda = sign(u) sqrt(u^2 - 2 K work).
-        let disc = u * u - 2.0 * k * work;
-        if !(u != 0.0 && k > 0.0 && disc > 0.0) {
+        let e = self.force_error(verts, &c, normal, t);
+        // lambda (u + e) + K lambda^2 / 2 = -work, the root that keeps the sign of u:
+        // u + e + K lambda = sign(u) sqrt((u + e)^2 - 2 K work).
+        let ue = u + e;
+        let disc = ue * ue - 2.0 * k * work;
+        if !(u != 0.0 && ue * u > 0.0 && k > 0.0 && disc > 0.0) {
             return None;
         }
-        let lambda = (disc.sqrt().copysign(u) - u) / k;
+        let lambda = (disc.sqrt().copysign(u) - ue) / k;
+        if (u + k * lambda) * u <= 0.0 {
+            return None;
+        }
         self.work[i] = 0.0;
         Some(c.map(|cm| cm * lambda * normal))
     }
