@@ -239,7 +239,7 @@ impl Default for ContactSettings {
             safety: 0.5,
             clocks: crate::contact::layers::LayerClocks::Thesis,
             work_closure: true,
-            closure_forces: false,
+            closure_forces: true,
             broad_phase: crate::kds::BroadPhaseKind::Kdop18,
             scheduler: ContactScheduler::Kds,
         }
