@@ -18,6 +18,13 @@
 //! relative normal velocity; it never changes a clock. Friction's tangential impulses are not
 //! counted: their work is meant.
 //!
+//! With `contact.closure_forces` (the default) the open work also counts the error each normal
+//! impulse makes in the ticks of the other forces on its vertices (springs, hinges, gravity,
+//! prescribed forces): a kick between two of a force's ticks puts the force's ticks out of step
+//! with its potential by `f . dv (s - h/2)` (`force_phases.rs`). The closing impulse counts its
+//! own share of that error too. Springs on clocks much longer than an impact otherwise gain or
+//! lose up to `|f| |dv| h / 2` an impact, which the layers' closure alone leaves in.
+//!
 //! The work is not the potential's, and is dropped at the next tick outside, when a feature
 //! pair did not own its contact point at a tick inside a layer (another pair acted for it,
 //! `owners.rs`), when a vertex was moved by a script (it does work on the pair), and for
