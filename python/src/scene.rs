@@ -67,7 +67,8 @@ fn contact(settings: Option<&Bound<'_, PyDict>>) -> PyResult<ContactSettings> {
             r_exponent,
             safety,
             work_closure,
-            closure_forces
+            closure_forces,
+            closure_restitution
         ]
     )?;
     Ok(c)

@@ -312,6 +312,7 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
             safety: scene.contact.safety,
             clocks: scene.contact.clocks,
             work_closure: scene.contact.work_closure,
+            closure_restitution: scene.contact.closure_restitution,
             window: (BROAD_PHASE_WINDOW_TICKS * external_clock).min(scene.frame_interval),
             broad_phase: scene.contact.broad_phase,
             layer_super_events: scene.speed.layer_super_events,

@@ -86,6 +86,8 @@ pub(super) struct LayerLaw {
     pub(super) clocks: LayerClocks,
     /// `contact.work_closure`.
     pub(super) work_closure: bool,
+    /// `contact.closure_restitution`.
+    pub(super) closure_restitution: bool,
     /// One super-event per layer rather than per pair and layer.
     pub(super) layer_super_events: bool,
     /// The fastest speed contact can resolve.
@@ -116,7 +118,12 @@ impl LayerTicks {
             m_min,
             clocks: Vec::new(),
             events: LayerEvents::new(law.layer_super_events),
-            closure: WorkClosure::new(law.work_closure, law.cor),
+            closure: WorkClosure::new(
+                law.work_closure,
+                law.cor,
+                law.closure_restitution,
+                law.schedule,
+            ),
             speed_limit: law.speed_limit,
             vertex_stamp: vec![0; vertices],
             vertex_epoch: 0,

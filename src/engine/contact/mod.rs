@@ -179,6 +179,8 @@ pub(super) struct ContactSetup {
     pub(super) clocks: LayerClocks,
     /// Close the work of fully elastic contact episodes (`contact.work_closure`).
     pub(super) work_closure: bool,
+    /// Close partly elastic episodes too (`contact.closure_restitution`).
+    pub(super) closure_restitution: bool,
     pub(super) window: f64,
     pub(super) broad_phase: BroadPhaseKind,
     /// One penalty event per layer rather than per pair and layer (`speed.layer_super_events`).
@@ -262,6 +264,7 @@ impl Contact {
                     safety: setup.safety,
                     clocks: setup.clocks,
                     work_closure: setup.work_closure,
+                    closure_restitution: setup.closure_restitution,
                     layer_super_events: setup.layer_super_events,
                     speed_limit: setup.speed_limit,
                 },

@@ -29,13 +29,30 @@
 //! pair did not own its contact point at a tick inside a layer (another pair acted for it,
 //! `owners.rs`), when a vertex was moved by a script (it does work on the pair), and for
 //! triangle-pair contact (`speed.triangle_pairs`). Work that one impulse cannot take out
-//! without turning the pair's normal motion round stays for a later tick. With `cor < 1` the
-//! layers are not conservative and nothing is closed.
+//! without turning the pair's normal motion round stays for a later tick.
+//!
+//! With `0 < cor < 1` the layers are stiff `r` while a pair approaches and `cor r` while it
+//! separates (restitution by biphasic stiffness): the exact layers take out a share `1 - cor`
+//! of the energy they store, and only with `contact.closure_restitution` is that closed too.
+//! The work the exact layers would have done is then counted from the pair's distance at its
+//! ticks (the layers' potential `U` at each: `U(d_0) - U(d_1)` between two ticks that find it
+//! deeper, `cor (U(d_0) - U(d_1))` between two that find it shallower) and the ledger keeps
+//! the ticks' work less that. Between kicks a pair moves at constant velocity, so it turns at
+//! a tick, and the exact layers would have stored all the energy it came in with: its normal
+//! kinetic energy `K_-` there, its layers' energy `U(d)`, less the error of its ticks so far
+//! (the open work). That tick adds `(1 - cor) (K_- - error)` to the loss, so the episode's
+//! is `(1 - cor)` of the energy it came in with, as the exact layers'. A pair that turns
+//! back and forth inside its layers (resting, or pressed by other forces) counts, at each
+//! turn inwards, only the error since its last turn outwards (its top); the kinetic energy
+//! it still had at a top is not counted. `cor = 0` is left to the ticks: its separating
+//! ticks push nothing, so they cannot be told from the ticks of a pair that does not own its
+//! contact point.
 
 use glam::DVec3;
 
 use super::force_phases::ForcePhases;
 use crate::contact::closest::{edge_edge, vertex_triangle};
+use crate::contact::layers::LayerSchedule;
 use crate::contact::penalty::PairImpulse;
 use crate::contact::{ContactKey, PairKey};
 use crate::state::VertexState;
@@ -54,13 +71,27 @@ pub(super) struct WorkClosure {
     /// With `contact.closure_forces`: the other forces' last ticks, to count the error each
     /// normal impulse makes in them (`force_phases.rs`) as the pair's work too.
     phases: Option<ForcePhases>,
+    /// With `0 < cor < 1` (`contact.closure_restitution`): the layers and the coefficient,
+    /// to count the work the exact layers would have done (see the module docs).
+    restitution: Option<(LayerSchedule, f64)>,
+    /// Per slot, with `restitution`: the pair's distance at its last tick (infinite before
+    /// its first: outside every layer).
+    last_distance: Vec<f64>,
+    /// Per slot, with `restitution`: the open work when the pair last turned from separating
+    /// to approaching inside its layers (0 at the start of an episode).
+    top_error: Vec<f64>,
 }
 
 impl WorkClosure {
-    /// Closure on or off: on only for `setting` and `cor == 1`.
-    pub(super) fn new(setting: bool, cor: f64) -> Self {
+    /// Closure on or off: on for `setting` and `cor == 1`, and for `setting` and
+    /// `restitution` and `0 < cor < 1`, with the layers `schedule`.
+    pub(super) fn new(setting: bool, cor: f64, restitution: bool, schedule: LayerSchedule) -> Self {
+        let partial = restitution && cor > 0.0 && cor < 1.0;
         Self {
-            enabled: setting && cor == 1.0,
+            enabled: setting && (cor == 1.0 || partial),
+            restitution: partial.then_some((schedule, cor)),
+            last_distance: Vec::new(),
+            top_error: Vec::new(),
             work: Vec::new(),
             open: Vec::new(),
             key: Vec::new(),
@@ -107,12 +138,17 @@ impl WorkClosure {
             self.work.resize(i + 1, 0.0);
             self.open.resize(i + 1, false);
             self.key.resize(i + 1, None);
+            self.last_distance.resize(i + 1, f64::INFINITY);
+            self.top_error.resize(i + 1, 0.0);
         }
         if !(self.open[i] && self.key[i] == Some(key)) {
             self.work[i] = 0.0;
             self.open[i] = matches!(key, ContactKey::Feature(_));
             self.key[i] = Some(key);
+            self.last_distance[i] = f64::INFINITY;
         }
+        // Work carried over is not this episode's ticks' error.
+        self.top_error[i] = self.work[i];
     }
 
     /// Records the impulses of `tick` (one tick at `t` of a layer of thickness `eta`) about to
@@ -140,6 +176,9 @@ impl WorkClosure {
         let normal = tick.normal;
         let mut work = 0.0;
         let mut c = [0.0; 6];
+        // I u and I^2 K for the tick's normal impulse I, the pair's relative normal velocity
+        // u before it and its effective inverse mass K.
+        let (mut iu, mut i2k) = (0.0, 0.0);
         for (k, (&vert, &j)) in verts.iter().zip(impulses).enumerate() {
             let v = vert as usize;
             let w = state.inv_mass[v];
@@ -153,8 +192,34 @@ impl WorkClosure {
             let jn = j.dot(normal);
             work += jn * normal.dot(state.v[v]) + 0.5 * w * jn * jn;
             c[k] = jn;
+            iu += jn * normal.dot(state.v[v]);
+            i2k += w * jn * jn;
         }
         work += self.force_error(verts, &c, normal, t);
+        if let Some((schedule, cor)) = &self.restitution {
+            let (before, now) = (self.last_distance[i], tick.distance);
+            let released = potential(schedule, before) - potential(schedule, now);
+            let exact = if now < before {
+                released
+            } else {
+                cor * released
+            };
+            // The tick that turns the pair round: the exact layers would have stored the
+            // energy it came in with (its normal kinetic energy K_- = (I u)^2 / (2 I^2 K) and
+            // its layers' energy now, less the error of its ticks since it last turned the
+            // other way) and returned `cor` of it.
+            let error = self.work[i] - exact;
+            let turn = if iu < 0.0 && iu + i2k > 0.0 {
+                (1.0 - cor) * (iu * iu / (2.0 * i2k) - (error - self.top_error[i]))
+            } else {
+                if iu > 0.0 && iu + i2k < 0.0 {
+                    self.top_error[i] = error;
+                }
+                0.0
+            };
+            work += turn - exact;
+            self.last_distance[i] = now;
+        }
         self.work[i] += work;
     }
 
@@ -178,6 +243,8 @@ impl WorkClosure {
         if !self.open[i] {
             self.open[i] = matches!(key, ContactKey::Feature(_));
             self.work[i] = 0.0;
+            self.last_distance[i] = f64::INFINITY;
+            self.top_error[i] = 0.0;
             return None;
         }
         let work = self.work[i];
@@ -217,8 +284,19 @@ impl WorkClosure {
             return None;
         }
         self.work[i] = 0.0;
+        if let Some(top) = self.top_error.get_mut(i) {
+            *top = 0.0;
+        }
         Some(c.map(|cm| cm * lambda * normal))
     }
+}
+
+/// The energy of every layer of `schedule` at distance `d` (layers thinner than `d` hold
+/// none; `d > 0`, so there are finitely many).
+fn potential(schedule: &LayerSchedule, d: f64) -> f64 {
+    (1..)
+        .map_while(|l| (schedule.eta(l) > d).then(|| schedule.energy(l, d)))
+        .sum()
 }
 
 /// `sum_k c_k a_k`.
