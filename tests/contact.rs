@@ -311,8 +311,9 @@ fn check_command_reports_clean_and_intersecting_frames() {
 
 #[test]
 fn contact_runs_are_bit_identical_on_any_number_of_threads() {
-    // Inelastic, and elastic (the work closure follows the springs' and gravity's ticks).
-    for cor in ["0.0", "1.0"] {
+    // Inelastic, partly elastic and elastic (the work closure, with the springs' and
+    // gravity's ticks followed).
+    for cor in ["0.0", "0.5", "1.0"] {
         let overrides = [
             "object.sheet.translate=[0.0, 20.6, 0.0]".to_string(),
             format!("contact.cor={cor}"),
