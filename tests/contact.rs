@@ -317,6 +317,7 @@ fn contact_runs_are_bit_identical_on_any_number_of_threads() {
         let overrides = [
             "object.sheet.translate=[0.0, 20.6, 0.0]".to_string(),
             format!("contact.cor={cor}"),
+            "contact.closure_restitution=true".to_string(),
         ];
         runs_are_bit_identical_on_any_number_of_threads(&overrides);
     }

@@ -243,7 +243,7 @@ impl Default for ContactSettings {
             clocks: crate::contact::layers::LayerClocks::Thesis,
             work_closure: true,
             closure_forces: true,
-            closure_restitution: true,
+            closure_restitution: false,
             broad_phase: crate::kds::BroadPhaseKind::Kdop18,
             scheduler: ContactScheduler::Kds,
         }

@@ -29,7 +29,8 @@
 //! pair did not own its contact point at a tick inside a layer (another pair acted for it,
 //! `owners.rs`), when a vertex was moved by a script (it does work on the pair), and for
 //! triangle-pair contact (`speed.triangle_pairs`). Work that one impulse cannot take out
-//! without turning the pair's normal motion round stays for a later tick.
+//! without turning the pair's normal motion round stays for a later tick (with
+//! `0 < cor < 1` it is dropped: see below).
 //!
 //! With `0 < cor < 1` the layers are stiff `r` while a pair approaches and `cor r` while it
 //! separates (restitution by biphasic stiffness): the exact layers take out a share `1 - cor`
@@ -44,7 +45,9 @@
 //! is `(1 - cor)` of the energy it came in with, as the exact layers'. A pair that turns
 //! back and forth inside its layers (resting, or pressed by other forces) counts, at each
 //! turn inwards, only the error since its last turn outwards (its top); the kinetic energy
-//! it still had at a top is not counted. `cor = 0` is left to the ticks: its separating
+//! it still had at a top is not counted. Work that one impulse cannot take out is dropped
+//! rather than kept for the pair's next episode: whether the pair is still a candidate pair
+//! by then depends on the broad phase, and the motion must not. `cor = 0` is left to the ticks: its separating
 //! ticks push nothing, so they cannot be told from the ticks of a pair that does not own its
 //! contact point.
 
@@ -276,11 +279,14 @@ impl WorkClosure {
         // u + e + K lambda = sign(u) sqrt((u + e)^2 - 2 K work).
         let ue = u + e;
         let disc = ue * ue - 2.0 * k * work;
-        if !(u != 0.0 && ue * u > 0.0 && k > 0.0 && disc > 0.0) {
-            return None;
-        }
         let lambda = (disc.sqrt().copysign(u) - ue) / k;
-        if (u + k * lambda) * u <= 0.0 {
+        if !(u != 0.0 && ue * u > 0.0 && k > 0.0 && disc > 0.0) || (u + k * lambda) * u <= 0.0 {
+            if self.restitution.is_some() {
+                // Not kept for a later episode: whether the pair is still a candidate then
+                // depends on the broad phase, which must not change the motion.
+                self.work[i] = 0.0;
+                self.top_error[i] = 0.0;
+            }
             return None;
         }
         self.work[i] = 0.0;
