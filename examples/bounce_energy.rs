@@ -7,7 +7,8 @@
 //! diagonals, moving along their normal at `SPEED` cm/s; `START` (0, 1, 2, ...) perturbs its
 //! position and speed. It runs until the particle has crossed the midplane `PASSES` times
 //! (default 1,000) or the run stops. `KEY=VALUE` pairs set the contact settings:
-//! `safety=0.2`, `clocks=stack` (or `thesis`), `work_closure=false`. Prints the spread and the
+//! `safety=0.2`, `clocks=stack` (or `thesis`), `work_closure=false`, `cor=0.9` (default 1),
+//! `closure_restitution=true`. Prints the spread and the
 //! mean of the energy ratio across one impact over the first 50 impacts, the mean energy of the
 //! last tenth of the passes over the first tenth, and how the run ended.
 
@@ -61,6 +62,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ("clocks", "thesis") => contact.clocks = LayerClocks::Thesis,
             ("clocks", "stack") => contact.clocks = LayerClocks::Stack,
             ("work_closure", w) => contact.work_closure = w.parse()?,
+            ("cor", c) => contact.cor = c.parse()?,
+            ("closure_restitution", r) => contact.closure_restitution = r.parse()?,
             _ => return Err(format!("{setting}: {usage}").into()),
         }
     }

@@ -66,7 +66,9 @@ fn contact(settings: Option<&Bound<'_, PyDict>>) -> PyResult<ContactSettings> {
             eta_exponent,
             r_exponent,
             safety,
-            work_closure
+            work_closure,
+            closure_forces,
+            closure_restitution
         ]
     )?;
     Ok(c)

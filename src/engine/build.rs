@@ -312,6 +312,7 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
             safety: scene.contact.safety,
             clocks: scene.contact.clocks,
             work_closure: scene.contact.work_closure,
+            closure_restitution: scene.contact.closure_restitution,
             window: (BROAD_PHASE_WINDOW_TICKS * external_clock).min(scene.frame_interval),
             broad_phase: scene.contact.broad_phase,
             layer_super_events: scene.speed.layer_super_events,
@@ -331,7 +332,7 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
             gravity: scene.gravity,
             speculative: scene.contact.scheduler == ContactScheduler::Speculative,
         };
-        let contact = Contact::new(
+        let mut contact = Contact::new(
             setup,
             edges,
             triangles.clone(),
@@ -342,6 +343,22 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
             },
         )
         .map_err(|close| too_close(&close, &objects, scene))?;
+        if scene.contact.closure_forces {
+            let kicked = |f: &ForceEvent| match f.target {
+                ForceTarget::Springs(b) => springs.bins[b as usize].vertices.clone(),
+                ForceTarget::Spring(e) => springs.kernel.ends[e as usize].to_vec(),
+                ForceTarget::Hinges(b) => hinges.bins[b as usize].vertices.clone(),
+                ForceTarget::Hinge(e) => hinges.kernel.verts[e as usize].to_vec(),
+                ForceTarget::Gravity => (0..state.len() as u32).collect(),
+                ForceTarget::VertexGravity(v) => vec![v],
+                ForceTarget::Prescribed(p) => prescribed[p as usize].vertices.clone(),
+                // Drag is not a potential: its ticks' work is meant.
+                ForceTarget::Drag => Vec::new(),
+            };
+            let followed: Vec<(f64, Vec<u32>)> =
+                forces.iter().map(|f| (f.clock, kicked(f))).collect();
+            contact.follow_forces(&followed, &state);
+        }
         Some(contact)
     } else {
         None

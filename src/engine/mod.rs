@@ -685,6 +685,9 @@ impl Simulation {
         let _force = zone!("force");
         let index = self.events.payload(id) as usize;
         let ForceEvent { target, clock, .. } = self.forces[index];
+        if let Some(c) = &mut self.contact {
+            c.before_force_tick(index, &self.state);
+        }
         let counts = &mut self.stats.events;
         match target {
             ForceTarget::Springs(b) => {
@@ -719,6 +722,9 @@ impl Simulation {
                 self.drag.tick(&mut self.state, t);
                 counts.drag += 1;
             }
+        }
+        if let Some(c) = &mut self.contact {
+            c.after_force_tick(index, &self.state, t);
         }
         let force = &mut self.forces[index];
         force.tick += 1;

@@ -178,6 +178,13 @@ pub struct ContactSettings {
     /// last outside (the layers' potential, zero there, did none); see the README's known
     /// limitations. Off: the thesis's ticks alone.
     pub work_closure: bool,
+    /// With [`Self::work_closure`]: also take out the error each layer impulse makes in the
+    /// ticks of the other forces on its vertices (springs, hinges, gravity), which a kick
+    /// between two of a force's ticks puts out of step with the force's potential.
+    pub closure_forces: bool,
+    /// With [`Self::work_closure`] and `0 < cor < 1`: close partly elastic contact too,
+    /// against the work of the exact biphasic layers along the distances at the pair's ticks.
+    pub closure_restitution: bool,
     /// The broad phase finding candidate pairs (default: the kinetic 18-DOP separation list).
     pub broad_phase: crate::kds::BroadPhaseKind,
     /// When penalty layers are found to be needed: by kinetic certificates ahead of time, or
@@ -235,6 +242,8 @@ impl Default for ContactSettings {
             safety: 0.5,
             clocks: crate::contact::layers::LayerClocks::Thesis,
             work_closure: true,
+            closure_forces: true,
+            closure_restitution: false,
             broad_phase: crate::kds::BroadPhaseKind::Kdop18,
             scheduler: ContactScheduler::Kds,
         }

@@ -653,6 +653,8 @@ struct ContactTable {
     safety: Option<f64>,
     clocks: Option<ClocksName>,
     work_closure: Option<bool>,
+    closure_forces: Option<bool>,
+    closure_restitution: Option<bool>,
     broad_phase: Option<BroadPhaseName>,
     scheduler: Option<SchedulerName>,
 }
@@ -779,6 +781,11 @@ impl ProfileFile {
             safety: self.contact.safety.unwrap_or(c.safety),
             clocks: self.contact.clocks.map_or(c.clocks, Into::into),
             work_closure: self.contact.work_closure.unwrap_or(c.work_closure),
+            closure_forces: self.contact.closure_forces.unwrap_or(c.closure_forces),
+            closure_restitution: self
+                .contact
+                .closure_restitution
+                .unwrap_or(c.closure_restitution),
             broad_phase: self.contact.broad_phase.map_or(c.broad_phase, Into::into),
             scheduler: match self.contact.scheduler {
                 Some(SchedulerName::Speculative) => ContactScheduler::Speculative,

@@ -86,6 +86,8 @@ pub(super) struct LayerLaw {
     pub(super) clocks: LayerClocks,
     /// `contact.work_closure`.
     pub(super) work_closure: bool,
+    /// `contact.closure_restitution`.
+    pub(super) closure_restitution: bool,
     /// One super-event per layer rather than per pair and layer.
     pub(super) layer_super_events: bool,
     /// The fastest speed contact can resolve.
@@ -116,7 +118,12 @@ impl LayerTicks {
             m_min,
             clocks: Vec::new(),
             events: LayerEvents::new(law.layer_super_events),
-            closure: WorkClosure::new(law.work_closure, law.cor),
+            closure: WorkClosure::new(
+                law.work_closure,
+                law.cor,
+                law.closure_restitution,
+                law.schedule,
+            ),
             speed_limit: law.speed_limit,
             vertex_stamp: vec![0; vertices],
             vertex_epoch: 0,
@@ -139,6 +146,11 @@ impl LayerTicks {
             self.clocks.push(h);
         }
         self.clocks[l as usize - 1]
+    }
+
+    /// The work closure of elastic contact episodes.
+    pub(super) fn closure(&mut self) -> &mut WorkClosure {
+        &mut self.closure
     }
 
     /// The clock of layer `l`, which has been active (so its clock is known).
@@ -227,7 +239,7 @@ impl LayerTicks {
         for (m, result) in members.iter().zip(&impulses) {
             self.stats.min_distance = self.stats.min_distance.min(result.distance);
             let verts = &pairs.verts[m.pair as usize][..m.key.vertex_count()];
-            self.closure.record(m.pair, verts, result, eta, state);
+            self.closure.record(m.pair, verts, result, eta, state, t);
             self.apply(state, verts, &result.impulses, t, &mut kicked);
             if result.distance >= outermost {
                 if let Some(closing) = self.closure.close(m.pair, m.key, verts, state, t) {

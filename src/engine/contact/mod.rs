@@ -17,6 +17,7 @@ use glam::DVec3;
 mod audit;
 mod certification;
 mod energy_limit;
+mod force_phases;
 mod layer_ticks;
 mod motion;
 mod owners;
@@ -40,6 +41,7 @@ use crate::state::VertexState;
 use audit::Audit;
 use certification::{Certifier, SLAB_MARGIN};
 use energy_limit::EnergyLimit;
+use force_phases::ForcePhases;
 use layer_ticks::{LayerLaw, LayerTicks, Surfaces};
 use owners::FeatureOwners;
 use pair_table::{Keeps, PairTable};
@@ -179,6 +181,8 @@ pub(super) struct ContactSetup {
     pub(super) clocks: LayerClocks,
     /// Close the work of fully elastic contact episodes (`contact.work_closure`).
     pub(super) work_closure: bool,
+    /// Close partly elastic episodes too (`contact.closure_restitution`).
+    pub(super) closure_restitution: bool,
     pub(super) window: f64,
     pub(super) broad_phase: BroadPhaseKind,
     /// One penalty event per layer rather than per pair and layer (`speed.layer_super_events`).
@@ -262,6 +266,7 @@ impl Contact {
                     safety: setup.safety,
                     clocks: setup.clocks,
                     work_closure: setup.work_closure,
+                    closure_restitution: setup.closure_restitution,
                     layer_super_events: setup.layer_super_events,
                     speed_limit: setup.speed_limit,
                 },
@@ -852,6 +857,30 @@ impl Contact {
     pub(super) fn count_window(&mut self, rollbacks: u64) {
         self.windows.0 += 1;
         self.windows.1 += rollbacks;
+    }
+
+    /// With the work closure on, follows the ticks of `forces` (each force event's clock and
+    /// the vertices it kicks, by event index) so that the closure also takes out the error the
+    /// layer impulses make in them (`contact.closure_forces`, `force_phases.rs`).
+    pub(super) fn follow_forces(&mut self, forces: &[(f64, Vec<u32>)], state: &VertexState) {
+        let closure = self.layers.closure();
+        if closure.enabled() {
+            closure.follow_forces(ForcePhases::new(forces, state));
+        }
+    }
+
+    /// Call before force event `f` ticks (see [`Self::follow_forces`]).
+    pub(super) fn before_force_tick(&mut self, f: usize, state: &VertexState) {
+        if let Some(phases) = self.layers.closure().phases() {
+            phases.before_tick(f, state);
+        }
+    }
+
+    /// Call after force event `f` ticked at `t` (see [`Self::follow_forces`]).
+    pub(super) fn after_force_tick(&mut self, f: usize, state: &VertexState, t: f64) {
+        if let Some(phases) = self.layers.closure().phases() {
+            phases.after_tick(f, state, t);
+        }
     }
 
     /// The layer schedule.
