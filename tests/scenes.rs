@@ -137,6 +137,9 @@ fn run(name: &str, overrides: &[String]) -> Recorded {
             "{name}: {threads} threads changed the frames"
         );
     }
+    if !overrides.iter().any(|o| o == "speed.triangle_pairs=true") {
+        run_speculatively(name, overrides);
+    }
     let stats = sim.stats();
     eprintln!(
         "{name}: {} vertices, {} s simulated in {:.2} s wall, {} events, deepest layer {}",
@@ -158,6 +161,41 @@ fn run(name: &str, overrides: &[String]) -> Recorded {
         energy: rec.energy,
         sim,
     }
+}
+
+/// Runs `profiles/NAME.toml` with `overrides` under the speculative scheduler, audited (the
+/// retrospective audit of every window, every frame exactly) on 2 threads, and checks that it
+/// comes out as clean as under the KDS. (The speculative scheduler refuses triangle pairs.)
+fn run_speculatively(name: &str, overrides: &[String]) {
+    let path = profiles_dir().join(format!("{name}.toml"));
+    let mut overrides = overrides.to_vec();
+    overrides.push("contact.scheduler=speculative".into());
+    let scene = profile::load(&path, &overrides).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = Simulation::new(&scene).unwrap_or_else(|e| panic!("{e}"));
+    sim.set_audit(true);
+    let mut frames = Recorder {
+        audit: AuditReport::default(),
+        time: Vec::new(),
+        positions: Vec::new(),
+        energy: Vec::new(),
+    };
+    let start = std::time::Instant::now();
+    on_threads(2, || sim.run_until(scene.duration, &mut frames))
+        .unwrap_or_else(|e| panic!("{name}, speculative: {e}"));
+    let contact = sim.stats().contact.clone().expect("contact is on");
+    eprintln!(
+        "{name}, speculative: {:.2} s wall, {} windows, {} rollbacks, deepest layer {}",
+        start.elapsed().as_secs_f64(),
+        contact.windows,
+        contact.rollbacks,
+        contact.deepest_layer,
+    );
+    assert!(frames.audit.frames > 1);
+    assert_eq!(
+        frames.audit.intersecting_pairs, 0,
+        "{name}, speculative: {:?}",
+        frames.audit.first_bad
+    );
 }
 
 /// `key=value` override strings.

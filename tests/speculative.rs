@@ -184,9 +184,10 @@ fn the_scheduler_setting_is_validated() {
 
 #[test]
 fn a_speculative_run_never_hands_on_an_intersecting_frame() {
-    // Walls crushing a coarse bunny at 20 cm/s each: a scene on which the retrospective check
-    // has been seen to let triangles pass through each other. Every frame the run hands on is
-    // exactly clean; if it cannot go on clean, it stops with an audit error at a frame.
+    // Walls crushing a coarse bunny at 20 cm/s each: a scene whose frames were once written
+    // from runs later rolled back, with triangles passing through each other. Every frame the
+    // run hands on is exactly clean; if it cannot go on clean, it stops with an audit error at a
+    // frame.
     let sets: Vec<String> = [
         "scene.duration=0.1",
         "scene.frame_interval=0.01",

@@ -3,9 +3,9 @@
 //! with an error instead of writing it.
 //!
 //! The KDS's certificates guarantee by construction that no pair passes through its layers. The
-//! speculative scheduler's guarantee rests on its retrospective check seeing every pair that came
-//! near, and that check has been seen to miss some (see `benches/README.md`, "Speculative
-//! scheduler"), so this check, independent of it, keeps bad frames out.
+//! speculative scheduler's guarantee rests on its retrospective check seeing every pair that
+//! came near and on frames being written only from committed runs; this check, independent of
+//! both, keeps a bad frame from being written if either ever fails.
 
 use crate::check::{audit_positions, AuditReport};
 use crate::engine::{Frame, FrameSink, RunError};

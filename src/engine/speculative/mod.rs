@@ -159,11 +159,14 @@ impl Speculative {
     ) -> Result<Option<Processed>, RunError> {
         let _zone = zone!("window");
         let start = self.committed.max(sim.time);
-        let frame = sim.next_frame as f64 * sim.frame_interval;
-        let mut end = (start + self.length).min(until);
-        if frame > start && frame < end {
-            end = frame;
+        // The first frame after the start (the one at the start, if due, is taken first): a
+        // frame inside the window would be written from a run that may yet be rolled back.
+        let mut next_frame = sim.next_frame;
+        while next_frame as f64 * sim.frame_interval <= start {
+            next_frame += 1;
         }
+        let mut end = (start + self.length).min(until);
+        end = end.min(next_frame as f64 * sim.frame_interval);
         // A window of no length takes the events at `until` itself.
         let last = end <= start;
         self.history.begin(&sim.state, start);
