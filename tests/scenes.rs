@@ -59,6 +59,7 @@ impl Recorded {
 }
 
 /// Audits and records every frame.
+#[derive(Default)]
 struct Recorder {
     audit: AuditReport,
     time: Vec<f64>,
@@ -115,12 +116,7 @@ fn run(name: &str, overrides: &[String]) -> Recorded {
     let scene = profile::load(&path, overrides).unwrap_or_else(|e| panic!("{e}"));
     let mut sim = Simulation::new(&scene).unwrap_or_else(|e| panic!("{e}"));
     sim.set_audit(true);
-    let mut rec = Recorder {
-        audit: AuditReport::default(),
-        time: Vec::new(),
-        positions: Vec::new(),
-        energy: Vec::new(),
-    };
+    let mut rec = Recorder::default();
     let start = std::time::Instant::now();
     on_threads(2, || sim.run_until(scene.duration, &mut rec)).expect("the run passes the audit");
     let wall = start.elapsed().as_secs_f64();
@@ -173,12 +169,7 @@ fn run_speculatively(name: &str, overrides: &[String]) {
     let scene = profile::load(&path, &overrides).unwrap_or_else(|e| panic!("{e}"));
     let mut sim = Simulation::new(&scene).unwrap_or_else(|e| panic!("{e}"));
     sim.set_audit(true);
-    let mut frames = Recorder {
-        audit: AuditReport::default(),
-        time: Vec::new(),
-        positions: Vec::new(),
-        energy: Vec::new(),
-    };
+    let mut frames = Recorder::default();
     let start = std::time::Instant::now();
     on_threads(2, || sim.run_until(scene.duration, &mut frames))
         .unwrap_or_else(|e| panic!("{name}, speculative: {e}"));

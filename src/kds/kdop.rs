@@ -346,6 +346,14 @@ pub type Dop18 = Dop<9>;
 pub type Dop26 = Dop<13>;
 
 impl<const A: usize> Dop<A> {
+    /// Every extent and rate zero: the start of a volume filled in axis by axis.
+    pub const ZERO: Self = Dop {
+        lo: [0.0; A],
+        hi: [0.0; A],
+        vlo: [0.0; A],
+        vhi: [0.0; A],
+    };
+
     /// The volume, moving linearly over `[times[0], times[last]]`, that holds the
     /// piecewise-linear path through `points` at `times` (ascending, at least one) grown by
     /// `pad` ([`PathFit`]).
@@ -380,12 +388,7 @@ impl<const A: usize> Dop<A> {
     /// A volume containing every `vols[i]`, `i` in `ids` (at least one), on `[t, t_end]`:
     /// their [`Volume::union`], made once rather than pair by pair.
     pub fn union_all(vols: &[Self], ids: &[u32], t: f64, t_end: f64) -> Self {
-        let mut out = Dop {
-            lo: [0.0; A],
-            hi: [0.0; A],
-            vlo: [0.0; A],
-            vhi: [0.0; A],
-        };
+        let mut out = Self::ZERO;
         for j in 0..A {
             let (lo0, lo1, hi0, hi1) = Self::extremes(vols, ids, j, t, t_end);
             (out.lo[j], out.vlo[j]) = lower_line(lo0, lo1, t, t_end);
@@ -457,12 +460,7 @@ impl<const A: usize> PathFit<A> {
     /// The volume holding every point added and the path between them, grown by `pad`.
     pub fn volume(&self, pad: f64) -> Dop<A> {
         let (t, t_end) = (self.t, self.t_end);
-        let mut out = Dop {
-            lo: [0.0; A],
-            hi: [0.0; A],
-            vlo: [0.0; A],
-            vhi: [0.0; A],
-        };
+        let mut out = Dop::ZERO;
         for j in 0..A {
             let (q0, q1) = (self.q0[j], self.q0[j] + self.rate[j] * (t_end - t));
             let (lo, hi) = (self.below[j] - pad, self.above[j] + pad);
@@ -512,12 +510,7 @@ impl<const A: usize> Volume for Dop<A> {
     };
 
     fn fit(p0: &[DVec3], p1: &[DVec3], t: f64, t_end: f64, pad: f64) -> Self {
-        let mut out = Dop {
-            lo: [0.0; A],
-            hi: [0.0; A],
-            vlo: [0.0; A],
-            vhi: [0.0; A],
-        };
+        let mut out = Self::ZERO;
         for j in 0..A {
             let d = axis(j);
             let (mut lo0, mut hi0, mut lo1, mut hi1) = (

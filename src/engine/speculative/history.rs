@@ -242,7 +242,7 @@ impl History {
             &mut self.seg_v[..],
         );
         for c in 0..tasks {
-            let (a, b) = (cuts[c], cuts[c + 1].max(cuts[c]));
+            let (a, b) = (cuts[c], cuts[c + 1]);
             let rows = (offset[b] - offset[a]) as usize;
             let (t_here, t_rest) = std::mem::take(&mut time).split_at_mut(rows);
             let (x_here, x_rest) = std::mem::take(&mut x).split_at_mut(rows);

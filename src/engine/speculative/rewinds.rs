@@ -39,13 +39,8 @@ impl Rewinds {
     pub(super) fn begin(&mut self, start: f64, end: f64) {
         let step = (end - start) / MARKS as f64;
         self.marks.clear();
-        self.marks.extend((0..MARKS).map(|j| {
-            if j == 0 {
-                start
-            } else {
-                start + j as f64 * step
-            }
-        }));
+        self.marks
+            .extend((0..MARKS).map(|j| start + j as f64 * step));
         self.saved.resize_with(MARKS, Saved::default);
         self.valid = 0;
     }
