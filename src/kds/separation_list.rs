@@ -132,6 +132,9 @@ pub struct SeparationList<V> {
     stop: f64,
     /// Pairs whose certificates were cut short at `stop`, to re-time there.
     cut: Vec<u32>,
+    /// Inside [`SeparationList::rebuild`]: open pairs are re-timed eagerly, and leaf pairs that
+    /// open hand over nothing yet, since the rebuild ends by handing over every open leaf pair
+    /// at once, in parallel.
     rebuilding: bool,
     pairs: Pairs,
     free: Vec<u32>,
@@ -352,18 +355,16 @@ impl<V: Volume> SeparationList<V> {
         if self.pairs.a.is_empty() {
             self.built_spread = spread;
         }
+        self.rebuilding = true;
         if self.pairs.a.is_empty() && !self.bvh.is_empty() && self.has_self_pair(0) {
             self.alloc(0, 0);
             self.stats.open += 1;
             self.stats.apart -= 1;
             self.pairs.set(0, OPEN, true);
-            if self.bvh.bucket(0).is_some() {
-                self.hand_over(0, 0, found);
-            } else {
-                self.descend_children(0, t, found);
+            if self.bvh.bucket(0).is_none() {
+                self.descend_children(0, t);
             }
         }
-        self.rebuilding = true;
         // Every live pair is re-timed, then every open leaf pair hands over, in pair order; a
         // chunk of pair ids at a time, so that no list of all pairs is held.
         let count = self.pairs.a.len() as u32;
@@ -953,7 +954,8 @@ impl<V: Volume> SeparationList<V> {
         *link = after;
     }
 
-    /// Opens apart pair `p` (overlapping at `t`) and, below it, every child pair that overlaps.
+    /// Opens apart pair `p` (overlapping at `t`) and, below it, every child pair that overlaps;
+    /// the leaf pairs opened hand over to `found`, unless a rebuild hands them over later.
     fn descend(&mut self, p: u32, t: f64, found: &mut impl FnMut(PairKey)) {
         let mut stack = std::mem::take(&mut self.stack);
         stack.clear();
@@ -966,7 +968,9 @@ impl<V: Volume> SeparationList<V> {
             self.stats.open += 1;
             self.stats.descents += 1;
             if self.is_leaf_pair(i) {
-                self.hand_over(self.pairs.a[i], self.pairs.b[i], found);
+                if !self.rebuilding {
+                    self.hand_over(self.pairs.a[i], self.pairs.b[i], found);
+                }
             } else {
                 let mut c = self.make_children(q);
                 while c != NONE {
@@ -983,13 +987,15 @@ impl<V: Volume> SeparationList<V> {
         self.stack = stack;
     }
 
-    /// Creates the root pair's children and descends into those that overlap (first rebuild).
-    fn descend_children(&mut self, p: u32, t: f64, found: &mut impl FnMut(PairKey)) {
+    /// Creates the root pair's children and descends into those that overlap (first rebuild,
+    /// which hands over the open leaf pairs at its end).
+    fn descend_children(&mut self, p: u32, t: f64) {
+        debug_assert!(self.rebuilding);
         let mut c = self.make_children(p);
         while c != NONE {
             let next = self.pairs.sibling[c as usize];
             if self.overlapping(c, t) {
-                self.descend(c, t, found);
+                self.descend(c, t, &mut |_| {});
             }
             c = next;
         }
