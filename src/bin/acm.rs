@@ -265,31 +265,30 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         .map(|o| o.mesh.uvs.take())
         .collect();
     // The scene is freed once built (its meshes during the build): the simulation holds its
-    // own copies.
-    let (mut acm_sim, mut sync_sim, mut implicit_sim) = match scene.integrator.method {
-        Method::Acm => (
+    // own copies. The build's parallel parts run on the run's threads too.
+    let built = pool.install(|| match scene.integrator.method {
+        Method::Acm => Ok((
             Some(Simulation::from_scene(scene).map_err(|e| bad_scene(&file, e))?),
             None,
             None,
-        ),
-        Method::Sync | Method::Implicit if args.trace.is_some() => {
-            return Err(Failure::BadInput(
-                "--trace traces ACM's event loop; it is not available with integrator = sync \
+        )),
+        Method::Sync | Method::Implicit if args.trace.is_some() => Err(Failure::BadInput(
+            "--trace traces ACM's event loop; it is not available with integrator = sync \
                  or implicit"
-                    .into(),
-            ))
-        }
+                .into(),
+        )),
         Method::Sync => {
             let sim = SyncSimulation::new(&scene).map_err(|e| bad_scene(&file, e))?;
             drop(scene);
-            (None, Some(sim), None)
+            Ok((None, Some(sim), None))
         }
         Method::Implicit => {
             let sim = ImplicitSimulation::new(&scene).map_err(|e| bad_scene(&file, e))?;
             drop(scene);
-            (None, None, Some(sim))
+            Ok((None, None, Some(sim)))
         }
-    };
+    });
+    let (mut acm_sim, mut sync_sim, mut implicit_sim) = built?;
     let path_error =
         |path: &Path, e: std::io::Error| Failure::BadInput(format!("{}: {e}", path.display()));
     // Every output path is checked before anything is written, so a typo costs no simulated
