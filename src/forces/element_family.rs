@@ -128,6 +128,9 @@ struct Chunk {
     /// Bit `j` is set when `rows[j]` is also a row of a later chunk of the bin (its sum is
     /// carried there, not applied yet).
     continuing: Vec<u64>,
+    /// The `j` whose bit is set in `continuing`, ascending: the few rows at the chunk's end
+    /// that carry their sums on, listed so that a tick need not scan every row for them.
+    continuing_rows: Vec<u32>,
 }
 
 /// A table of elements plus everything needed to tick it: damping memory and the clock bins
@@ -253,7 +256,11 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         carry.clear();
         for chunk in &bin.chunks {
             let range = chunk.elements.clone();
-            self.impulses.resize(range.len() * N, DVec3::ZERO);
+            let slots = range.len() * N;
+            // Grown, never shrunk: the scratch is not cleared between chunks or ticks.
+            if self.impulses.len() < slots {
+                self.impulses.resize(slots, DVec3::ZERO);
+            }
             let positions = &*state;
             let tick = |i: usize, memory: f64| {
                 let e = range.start + i;
@@ -265,7 +272,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
             // One zone per rayon task (opened when the task starts, closed when it ends), so
             // a trace shows which worker ran which part of the tick.
             let task = || zone!("force_task");
-            let outs = self.impulses.par_chunks_mut(N);
+            let outs = self.impulses[..slots].par_chunks_mut(N);
             if self.memory.is_empty() {
                 (outs.enumerate().with_min_len(PAR_MIN_LEN)).for_each_init(task, |_, (i, out)| {
                     out.copy_from_slice(&tick(i, UNDAMPED_MEMORY).0)
@@ -320,9 +327,8 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
                     .for_each_init(task, |_, (k, view)| kick(k, view));
             }
             // The rows later chunks still add to carry their sums there.
-            let carried_on: Vec<(u32, DVec3)> = (0..rows.len())
-                .filter(|&j| has_bit(&chunk.continuing, j))
-                .map(|j| (rows[j], sum(j)))
+            let carried_on: Vec<(u32, DVec3)> = (chunk.continuing_rows.iter())
+                .map(|&j| (rows[j as usize], sum(j as usize)))
                 .collect();
             carry.extend(carried_on);
         }
@@ -410,6 +416,9 @@ impl ClockBin {
         let mut continuing = rows_seen_before(chunks.iter().rev(), row_count);
         continuing.reverse();
         for ((chunk, resumed), continuing) in chunks.iter_mut().zip(resumed).zip(continuing) {
+            chunk.continuing_rows = (0..chunk.rows.len() as u32)
+                .filter(|&j| has_bit(&continuing, j as usize))
+                .collect();
             (chunk.resumed, chunk.continuing) = (resumed, continuing);
         }
         Self {
@@ -450,6 +459,7 @@ impl Chunk {
             gather,
             resumed: Vec::new(),
             continuing: Vec::new(),
+            continuing_rows: Vec::new(),
         }
     }
 }
