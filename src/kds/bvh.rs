@@ -176,7 +176,7 @@ impl<V: Volume> Bvh<V> {
     }
 
     /// Fits leaf node `n`'s volume from its leaves (see [`fit_leaves`](Self::fit_leaves)).
-    fn fit_bucket(
+    pub fn fit_bucket(
         &self,
         leaves: &Leaves,
         refs: &References,
@@ -198,7 +198,7 @@ impl<V: Volume> Bvh<V> {
     }
 
     /// Refits every volume on `[t, t_end]`: the leaves in parallel, then the internal nodes in
-    /// one bottom-up sweep, each grown by `grow` (see [`refit_bucket`](Self::refit_bucket)). The
+    /// one bottom-up sweep, each grown by `grow` (see [`place_bucket`](Self::place_bucket)). The
     /// result does not depend on the number of threads.
     pub fn refit_all(
         &mut self,
@@ -226,21 +226,20 @@ impl<V: Volume> Bvh<V> {
         }
     }
 
-    /// Refits leaf node `n` on `[t, t_end] = span` and its ancestors until one still contains
-    /// its refitted child; calls `changed` for every node whose volume changed (`n` first).
-    /// Internal nodes are grown by `grow` when refitted, so that the next small change of a
-    /// child stays inside and costs no re-timing above it.
-    pub fn refit_bucket(
+    /// Gives leaf node `n` the volume `vol` (its [`fit_bucket`](Self::fit_bucket) on
+    /// `[t, t_end]`) and refits its ancestors until one still contains its refitted child;
+    /// calls `changed` for every ancestor whose volume changed, nearest first. Internal nodes
+    /// are grown by `grow` when refitted, so that the next small change of a child stays inside
+    /// and costs no re-timing above it.
+    pub fn place_bucket(
         &mut self,
-        leaves: &Leaves,
-        refs: &References,
         mut n: u32,
+        vol: V,
         (t, t_end): (f64, f64),
-        (pad, grow): (f64, f64),
+        grow: f64,
         changed: &mut impl FnMut(u32),
     ) {
-        self.vol[n as usize] = self.fit_bucket(leaves, refs, n, (t, t_end), pad);
-        changed(n);
+        self.vol[n as usize] = vol;
         loop {
             let p = self.parent[n as usize];
             if p == NONE || self.vol[p as usize].contains(&self.vol[n as usize], t, t_end) {
