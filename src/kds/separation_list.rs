@@ -132,10 +132,11 @@ pub struct SeparationList<V> {
     stop: f64,
     /// Pairs whose certificates were cut short at `stop`, to re-time there.
     cut: Vec<u32>,
-    /// Inside [`SeparationList::rebuild`]: open pairs are re-timed eagerly, and leaf pairs that
-    /// open hand over nothing yet, since the rebuild ends by handing over every open leaf pair
-    /// at once, in parallel.
+    /// Inside [`SeparationList::rebuild`]: open pairs are re-timed eagerly.
     rebuilding: bool,
+    /// Leaf pairs opened by descents and not handed over yet: they are handed over together,
+    /// in parallel, once the certificates due are processed.
+    opened: Vec<u32>,
     pairs: Pairs,
     free: Vec<u32>,
     /// Per node: the first entry of its pair list.
@@ -214,6 +215,7 @@ impl<V: Volume> SeparationList<V> {
             stop: f64::INFINITY,
             cut: Vec::new(),
             rebuilding: false,
+            opened: Vec::new(),
             pairs: Pairs::default(),
             free: Vec::new(),
             head: vec![NONE; nodes],
@@ -314,6 +316,7 @@ impl<V: Volume> SeparationList<V> {
             + self.cut.capacity() * 4
             + p.next.capacity() * 8
             + (self.head.capacity() + self.node_stamp.capacity() + self.free.capacity()) * 4
+            + self.opened.capacity() * 4
             + self.scratch_volumes.capacity() * std::mem::size_of::<V>()
             + self.queue.len() * 20
     }
@@ -390,7 +393,9 @@ impl<V: Volume> SeparationList<V> {
             batch.extend(ids.filter(|&p| self.pairs.is(p as usize, LIVE)));
             self.schedule_batch(&batch, t);
         }
-        self.process_due(t, found);
+        self.process_due(t);
+        // Handed over below with every other open leaf pair.
+        self.opened.clear();
         self.rebuilding = false;
         for ids in chunks() {
             batch.clear();
@@ -493,7 +498,8 @@ impl<V: Volume> SeparationList<V> {
             }
             self.scratch_pairs = pairs;
             self.scratch_nodes = changed;
-            self.process_due(t, found);
+            self.process_due(t);
+            self.hand_over_opened(found);
             self.in_order(
                 &buckets,
                 |list, &n, mut out| list.hand_over_again(n, &mut out),
@@ -574,10 +580,30 @@ impl<V: Volume> SeparationList<V> {
         lost: &mut impl FnMut(PairKey),
     ) {
         self.account(t);
-        self.process_due(t, found);
+        self.process_due(t);
+        self.hand_over_opened(found);
         for k in self.lost.drain(..) {
             lost(k);
         }
+    }
+
+    /// Hands over the leaf pairs opened since the last call ([`Self::hand_over`]), in
+    /// parallel, passing the feature pairs on to `found` in the order the pairs opened.
+    fn hand_over_opened(&mut self, found: &mut impl FnMut(PairKey)) {
+        let mut opened = std::mem::take(&mut self.opened);
+        self.in_order(
+            &opened,
+            |list, &p, mut out| {
+                let i = p as usize;
+                // Still open: an ancestor overlaps whenever it does, so none collapsed it.
+                if list.pairs.is(i, LIVE) && list.pairs.is(i, OPEN) {
+                    list.hand_over(list.pairs.a[i], list.pairs.b[i], &mut out);
+                }
+            },
+            found,
+        );
+        opened.clear();
+        self.opened = opened;
     }
 
     /// Calls `found` for the feature pairs of leaf nodes `a` and `b` (within the bucket for
@@ -892,7 +918,9 @@ impl<V: Volume> SeparationList<V> {
         }
     }
 
-    fn process_due(&mut self, t: f64, found: &mut impl FnMut(PairKey)) {
+    /// Processes every certificate due at or before `t`; the leaf pairs it opens wait in
+    /// `opened`.
+    fn process_due(&mut self, t: f64) {
         while let Some((id, s)) = self.queue.peek() {
             if s > t {
                 break;
@@ -902,7 +930,7 @@ impl<V: Volume> SeparationList<V> {
             let p = id.0;
             let overlapping = self.overlapping(p, t);
             match (self.pairs.is(p as usize, OPEN), overlapping) {
-                (false, true) => self.descend(p, t, found),
+                (false, true) => self.descend(p, t),
                 (true, false) => self.collapse(p, t),
                 _ => self.schedule(p, t),
             }
@@ -978,8 +1006,8 @@ impl<V: Volume> SeparationList<V> {
     }
 
     /// Opens apart pair `p` (overlapping at `t`) and, below it, every child pair that overlaps;
-    /// the leaf pairs opened hand over to `found`, unless a rebuild hands them over later.
-    fn descend(&mut self, p: u32, t: f64, found: &mut impl FnMut(PairKey)) {
+    /// the leaf pairs opened are noted in `opened`, to hand over.
+    fn descend(&mut self, p: u32, t: f64) {
         let mut stack = std::mem::take(&mut self.stack);
         stack.clear();
         stack.push(p);
@@ -991,9 +1019,7 @@ impl<V: Volume> SeparationList<V> {
             self.stats.open += 1;
             self.stats.descents += 1;
             if self.is_leaf_pair(i) {
-                if !self.rebuilding {
-                    self.hand_over(self.pairs.a[i], self.pairs.b[i], found);
-                }
+                self.opened.push(q);
             } else {
                 let mut c = self.make_children(q);
                 while c != NONE {
@@ -1018,7 +1044,7 @@ impl<V: Volume> SeparationList<V> {
         while c != NONE {
             let next = self.pairs.sibling[c as usize];
             if self.overlapping(c, t) {
-                self.descend(c, t, &mut |_| {});
+                self.descend(c, t);
             }
             c = next;
         }
