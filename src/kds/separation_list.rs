@@ -16,6 +16,9 @@
 //!   (`eager = false`) skips it and collapses only at horizon rebuilds, as the thesis's lazy
 //!   hand-back did; `ListStats::pair_seconds` measures what that costs.
 //!
+//! The descents are serial; the leaf pairs they open hand their feature pairs over together
+//! once the certificates due are processed, in parallel, passed on in the order they opened.
+//!
 //! **Horizon.** Volumes are valid on `[now, t_end]` and no certificate is computed past `t_end`:
 //! the engine rebuilds the horizon there. With the short-circuit of thesis §8.1
 //! (`speed.short_circuit`, [`SeparationList::short_circuit`]) no certificate is computed past
