@@ -745,8 +745,11 @@ cor = 0.0
 fn a_ball_on_a_fan_of_triangles_is_pushed_once_per_contact_point() {
     // Every triangle of the fan holds the vertex under the ball: pushed by each, the ball
     // left at eleven times its impact speed with 2,750 times the energy.
-    for super_events in ["true", "false"] {
-        let sets = vec![format!("speed.layer_super_events={super_events}")];
+    for (super_events, cor) in [("true", 0.0), ("false", 0.0), ("true", 1.0), ("false", 1.0)] {
+        let sets = vec![
+            format!("speed.layer_super_events={super_events}"),
+            format!("contact.cor={cor}"),
+        ];
         let scene = profile::parse(BALL_ON_FAN, "ball_on_fan", &profiles_dir(), &sets).unwrap();
         let mut sim = Simulation::new(&scene).unwrap();
         let ball = sim.objects()[1].clone();
@@ -769,8 +772,8 @@ fn a_ball_on_a_fan_of_triangles_is_pushed_once_per_contact_point() {
         let rebound = speed(&sim);
         let peak = sink.total.iter().copied().fold(f64::MIN, f64::max);
         eprintln!(
-            "ball on fan, super-events {super_events}: impact {impact:.1} cm/s, rebound \
-             {rebound:.1} cm/s, peak energy {:.4} of the initial",
+            "ball on fan, super-events {super_events}, cor {cor}: impact {impact:.1} cm/s, \
+             rebound {rebound:.1} cm/s, peak energy {:.4} of the initial",
             peak / sink.total[0]
         );
         assert!(rebound > 0.0, "the ball bounced: {rebound}");
@@ -780,16 +783,17 @@ fn a_ball_on_a_fan_of_triangles_is_pushed_once_per_contact_point() {
         );
         let last = *sink.total.last().unwrap();
         assert!(last <= sink.total[0], "{last} > {}", sink.total[0]);
-        if super_events == "true" {
-            assert!(
-                peak <= 1.01 * sink.total[0],
-                "{peak} > 1.01 x {}",
-                sink.total[0]
-            );
-        }
-        // Per-pair events measure a higher penalty energy in the middle of the impact (1.13
-        // of the initial energy at t = 0.75 ms): several VT pairs of the ball's lowest vertex,
-        // within rounding of the fan's centre, act at once (README, known limitations).
+        // The lowest vertex comes to rest 3.5e-10 cm off the fan's centre, where a dozen VT
+        // pairs each took their spoke for the closest point and acted (1.13 of the initial
+        // energy with per-pair events and cor = 0, 1.20 with cor = 1) until the owners' tie
+        // covered that rounding. With cor = 1 the ball's stretch damping leaves 0.85 of the
+        // energy by the end; undamped, it gains 18% (README, known limitations).
+        let bound = if cor == 0.0 { 1.01 } else { 1.02 };
+        assert!(
+            peak <= bound * sink.total[0],
+            "{peak} > {bound} x {}",
+            sink.total[0]
+        );
     }
 }
 

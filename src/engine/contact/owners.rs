@@ -34,9 +34,19 @@ use crate::mesh::{Csr, TriangleList};
 /// does not (so a vertex exactly over a shared vertex or edge has an owner).
 const TIE_REL: f64 = 1e-12;
 
-/// The tie length of a pair at positions `x`.
-fn tie(x: &[DVec3; 4]) -> f64 {
-    TIE_REL * x.iter().fold(0.0f64, |m, y| m.max(y.abs().max_element()))
+/// Lengths along a surface below this fraction of the pair's distance are rounding too. A
+/// closest point on a triangle's boundary is the nearest of its edges by squared distance,
+/// which holds the squared distance off the triangle's plane as well: two edges whose in-plane
+/// distances differ by less than about `sqrt(epsilon) d` (`d` the pair's distance) tie, and
+/// the routine may return either. A vertex that near the centre of a fan then finds its
+/// closest point on a different spoke of each triangle, each leaning away from its neighbour,
+/// and without this band a dozen pairs each owned their spoke (8 times `sqrt(epsilon)`).
+const TIE_DISTANCE_REL: f64 = 1.2e-7;
+
+/// The tie length of a pair at positions `x` and distance `distance`.
+fn tie(x: &[DVec3; 4], distance: f64) -> f64 {
+    let coordinates = TIE_REL * x.iter().fold(0.0f64, |m, y| m.max(y.abs().max_element()));
+    coordinates.max(TIE_DISTANCE_REL * distance)
 }
 
 /// The triangles of the contact surfaces and the triangles around each vertex (see the module
@@ -80,7 +90,7 @@ impl FeatureOwners {
         position: impl Fn(u32) -> DVec3,
     ) -> bool {
         let closest = vertex_triangle(x[0], x[1], x[2], x[3]);
-        let tie = tie(x);
+        let tie = tie(x, closest.distance);
         // The closest point's feature: the triangle's vertices whose weight puts the point
         // farther than `tie` from the opposite edge (weight times that edge's height).
         let twice_area = (x[2] - x[1]).cross(x[3] - x[1]).length();
@@ -155,7 +165,7 @@ impl FeatureOwners {
                 || end(s) && covered(endpoint(s, p0, p1), [q0, q1]));
         }
         let sep = (x[0] + s * (x[1] - x[0])) - (x[2] + t * (x[3] - x[2]));
-        let tie = tie(x);
+        let tie = tie(x, sep.length());
         // The separation must lie in the normal cone of each surface at its edge: pointing into
         // no triangle on the edge (else that triangle is nearer, and its own pairs act).
         let outside = |edge: [u32; 2], a: DVec3, b: DVec3, other: [u32; 2], sep: DVec3| {
@@ -232,6 +242,27 @@ mod tests {
         // Outside the fan past a rim vertex: the two triangles at that vertex, the first.
         let (owners, x) = fan(4, DVec3::new(1.05, 0.01, 0.0));
         assert_eq!(vt_acting(&owners, &x, 5), vec![0]);
+    }
+
+    #[test]
+    fn a_vertex_within_rounding_of_a_fans_centre_is_pushed_once() {
+        // A fan of radius 10 at height 5 and a vertex 0.02 above it, 3.5e-10 off the centre
+        // (where a ball's lowest vertex came to rest): the closest point on each of the
+        // triangles near it ties between their spokes, and a dozen of them acted.
+        let (owners, mut x) = fan(256, DVec3::ZERO);
+        for y in &mut x {
+            *y = 10.0 * *y + DVec3::new(0.0, 5.0, 0.0);
+        }
+        x[257] = DVec3::new(
+            -2.711199172298007e-10,
+            5.020190382779194,
+            -2.173251582144984e-10,
+        );
+        assert_eq!(vt_acting(&owners, &x, 257).len(), 1);
+        // Off the centre by more than rounding: the triangle under it.
+        let a = std::f64::consts::TAU * 155.5 / 256.0;
+        x[257] = DVec3::new(1e-6 * a.cos(), 5.02, 1e-6 * a.sin());
+        assert_eq!(vt_acting(&owners, &x, 257), vec![155]);
     }
 
     #[test]
