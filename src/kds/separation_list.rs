@@ -135,7 +135,8 @@ pub struct SeparationList<V> {
     stop: f64,
     /// Pairs whose certificates were cut short at `stop`, to re-time there.
     cut: Vec<u32>,
-    /// Inside [`SeparationList::rebuild`]: open pairs are re-timed eagerly.
+    /// Inside [`SeparationList::rebuild`]: open pairs are re-timed eagerly, and leaf pairs that
+    /// open are not noted in `opened`, since the rebuild hands over every open leaf pair.
     rebuilding: bool,
     /// Leaf pairs opened by descents and not handed over yet: they are handed over together,
     /// in parallel, once the certificates due are processed.
@@ -397,8 +398,7 @@ impl<V: Volume> SeparationList<V> {
             self.schedule_batch(&batch, t);
         }
         self.process_due(t);
-        // Handed over below with every other open leaf pair.
-        self.opened.clear();
+        debug_assert!(self.opened.is_empty());
         self.rebuilding = false;
         for ids in chunks() {
             batch.clear();
@@ -1009,7 +1009,7 @@ impl<V: Volume> SeparationList<V> {
     }
 
     /// Opens apart pair `p` (overlapping at `t`) and, below it, every child pair that overlaps;
-    /// the leaf pairs opened are noted in `opened`, to hand over.
+    /// the leaf pairs opened are noted in `opened`, to hand over (outside a rebuild).
     fn descend(&mut self, p: u32, t: f64) {
         let mut stack = std::mem::take(&mut self.stack);
         stack.clear();
@@ -1022,7 +1022,10 @@ impl<V: Volume> SeparationList<V> {
             self.stats.open += 1;
             self.stats.descents += 1;
             if self.is_leaf_pair(i) {
-                self.opened.push(q);
+                // A rebuild hands over every open leaf pair at its end: no list of them all.
+                if !self.rebuilding {
+                    self.opened.push(q);
+                }
             } else {
                 let mut c = self.make_children(q);
                 while c != NONE {
