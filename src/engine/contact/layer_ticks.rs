@@ -338,14 +338,15 @@ impl LayerTicks {
     }
 
     /// Penalty energy of every active layer at `positions`, of the feature pairs that own
-    /// their contact point.
+    /// their contact point: summed in pair order, so that it depends neither on where the
+    /// pairs sit in the table nor on layers active beyond their pairs' reach.
     pub(super) fn energy(
         &self,
         pairs: &PairTable,
         surfaces: Surfaces<'_>,
         positions: &[DVec3],
     ) -> f64 {
-        let mut total = 0.0;
+        let mut terms = Vec::new();
         let position = |v: u32| positions[v as usize];
         for i in 0..pairs.slots() as usize {
             if !pairs.live[i] || pairs.active[i] == 0 {
@@ -358,25 +359,34 @@ impl LayerTicks {
                     .map(|l| self.schedule.energy(l, d))
                     .sum::<f64>()
             };
-            match pairs.key[i] {
+            let key = pairs.key[i];
+            let energy = match key {
                 ContactKey::Feature(f) => {
                     let verts = first_four(&pairs.verts[i]);
                     if surfaces.owners.acts(f, verts, first_four(&x), position) {
-                        total += layers(feature_distance(f, first_four(&x)));
+                        layers(feature_distance(f, first_four(&x)))
+                    } else {
+                        0.0
                     }
                 }
                 // Each feature pair's energy, shared like its impulse.
                 ContactKey::Triangles(..) => {
                     let shares = surfaces.shares(pairs, i, &x, position);
+                    let mut energy = 0.0;
                     for (&f, share) in TRIANGLE_PAIR_FEATURES.iter().zip(shares) {
                         if share != 0.0 {
-                            total += share * layers(local_feature_distance(f, &x));
+                            energy += share * layers(local_feature_distance(f, &x));
                         }
                     }
+                    energy
                 }
+            };
+            if energy != 0.0 {
+                terms.push((key, energy));
             }
         }
-        total
+        terms.sort_unstable_by_key(|&(key, _)| key);
+        terms.iter().fold(0.0, |total, &(_, energy)| total + energy)
     }
 }
 
