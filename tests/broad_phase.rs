@@ -134,7 +134,10 @@ fn every_broad_phase_gives_bit_identical_positions() {
         (x, penalty.to_bits())
     };
     let reference = run(BroadPhaseKind::Kdop18);
-    assert!(f64::from_bits(reference.1) > 0.0, "the sheet touches the sphere");
+    assert!(
+        f64::from_bits(reference.1) > 0.0,
+        "the sheet touches the sphere"
+    );
     for kind in [
         BroadPhaseKind::Aabb,
         BroadPhaseKind::SweptBoxes,

@@ -65,31 +65,77 @@ fn a_fast_particle_rolls_a_window_back_and_stays_above_the_floor() {
     assert!(sim.state().v[p].y > 0.0, "the particle did not rebound");
 }
 
+/// `ball_plate` to 0.06 s under `scheduler`, with `extra` overrides.
+fn ball_plate(scheduler: &str, extra: &[&str]) -> Scene {
+    let mut overrides = vec![
+        "scene.duration=0.06".to_string(),
+        format!("contact.scheduler={scheduler}"),
+    ];
+    overrides.extend(extra.iter().map(|s| s.to_string()));
+    profile::load(&profiles_dir().join("ball_plate.toml"), &overrides).unwrap()
+}
+
+/// Every vertex's position now.
+fn positions_now(sim: &Simulation) -> Vec<DVec3> {
+    (0..sim.state().len())
+        .map(|i| sim.state().position_at(i, sim.time()))
+        .collect()
+}
+
+/// The penalty energy of `sim`'s layers now.
+fn penalty_energy_now(sim: &Simulation) -> f64 {
+    sim.penalty_energy(&positions_now(sim))
+}
+
 #[test]
-fn the_two_schedulers_agree_on_a_ball_hitting_a_plate() {
-    let load = |scheduler: &str| {
-        let overrides = [
-            "scene.duration=0.06".to_string(),
-            format!("contact.scheduler={scheduler}"),
-        ];
-        profile::load(&profiles_dir().join("ball_plate.toml"), &overrides).unwrap()
+fn the_two_schedulers_write_the_same_frames_of_a_ball_hitting_a_plate() {
+    // The speculative scheduler switches layers on early and keeps them on longer, which
+    // changes no motion (a layer applies nothing beyond its thickness): without the work
+    // closure of elastic contact, its frames are the KDS's, bit for bit.
+    // Stopped once in the impact, where the layers hold energy, then run to the end.
+    let run = |scheduler: &str| {
+        let scene = ball_plate(scheduler, &["contact.cor=0"]);
+        let mut sim = Simulation::new(&scene).unwrap();
+        sim.set_audit(true);
+        let mut frames = Positions(Vec::new(), Audited(AuditReport::default()));
+        sim.run_until(0.007, &mut frames)
+            .expect("the run passes the audit");
+        let in_impact = penalty_energy_now(&sim);
+        sim.run_until(scene.duration, &mut frames)
+            .expect("the run passes the audit");
+        (sim, frames, in_impact)
     };
-    let (kds, kds_frames) = audited_run(&load("kds"));
-    let (spec, spec_frames) = audited_run(&load("speculative"));
+    let (kds, Positions(kds_x, Audited(kds_audit)), a) = run("kds");
+    let (spec, Positions(spec_x, Audited(spec_audit)), b) = run("speculative");
+    assert!(a > 0.0, "the ball touches the plate at 7 ms");
+    assert_eq!(a.to_bits(), b.to_bits(), "penalty energies {a} and {b}");
+    let (k, s) = (contact(&kds), contact(&spec));
+    assert_eq!(k.windows, 0, "the KDS runs no windows");
+    assert!(s.windows > 0 && s.rollbacks > 0);
+    assert!(k.deepest_layer >= 2, "the impact reaches layer 2");
+    assert!(s.deepest_layer >= k.deepest_layer);
+    for audit in [&kds_audit, &spec_audit] {
+        assert_eq!(audit.intersecting_pairs, 0, "{:?}", audit.first_bad);
+    }
+    assert_eq!(kds_x.len(), 31);
+    assert!(kds_x == spec_x, "the schedulers wrote different frames");
+}
+
+#[test]
+fn the_two_schedulers_agree_on_an_elastic_ball_hitting_a_plate() {
+    // With `cor = 1` the work closure closes a contact episode at the first tick that finds
+    // the pair outside its layers, and the speculative scheduler's idle layers tick there more
+    // often: the runs agree closely, not bit for bit.
+    let (kds, kds_frames) = audited_run(&ball_plate("kds", &[]));
+    let (spec, spec_frames) = audited_run(&ball_plate("speculative", &[]));
     let (k, s) = (contact(&kds), contact(&spec));
     eprintln!(
         "deepest layer {} / {}, closest {} / {}, windows {}, rollbacks {}",
         k.deepest_layer, s.deepest_layer, k.min_distance, s.min_distance, s.windows, s.rollbacks
     );
-    assert_eq!(k.windows, 0, "the KDS runs no windows");
     assert!(s.windows > 0 && s.rollbacks > 0);
     assert!(k.deepest_layer >= 2, "the impact reaches layer 2");
-    assert!(
-        k.deepest_layer.abs_diff(s.deepest_layer) <= 1,
-        "deepest layers {} and {}",
-        k.deepest_layer,
-        s.deepest_layer
-    );
+    assert!(s.deepest_layer >= k.deepest_layer);
     assert!(
         (s.min_distance - k.min_distance).abs() <= 0.1 * k.min_distance,
         "closest approaches {} and {}",
@@ -102,6 +148,9 @@ fn the_two_schedulers_agree_on_a_ball_hitting_a_plate() {
     let closest = |r: &AuditReport| r.min_distance;
     let (a, b) = (closest(&kds_frames), closest(&spec_frames));
     assert!((a - b).abs() <= 0.1 * a, "closest in frames {a} and {b}");
+    let total = |sim: &Simulation| acm::check::measure(sim, sim.time(), &positions_now(sim)).total;
+    let (a, b) = (total(&kds), total(&spec));
+    assert!((a - b).abs() <= 1e-3 * a, "total energies {a} and {b}");
 }
 
 /// Frame positions, each frame checked by the exact intersection audit.

@@ -40,6 +40,9 @@ pub struct Leaves {
     leaf_edges: Vec<[u32; 3]>,
     /// Vertex -> the leaves holding it.
     pub vertex_leaves: Csr,
+    /// Per leaf, which of its vertex slots (bits 0 to 2) and edge slots (bits 3 to 5) it owns:
+    /// each vertex and edge is owned by the first leaf holding it.
+    owned: Vec<u8>,
 }
 
 /// A vertex, triangle or edge (by id), for [`Leaves::holding`].
@@ -106,12 +109,34 @@ impl Leaves {
                         .map(move |&v| (v, l as u32))
                 }),
         );
+        let mut owned = Vec::with_capacity(leaf_edges.len());
+        let (mut vertex_owned, mut edge_owned) = (vec![false; vertex_count], edge_used);
+        edge_owned.fill(false);
+        for (l, es) in leaf_edges.iter().enumerate() {
+            let vs = match triangles.get(l) {
+                Some(&t) => t,
+                None => loose[l - triangles.len()],
+            };
+            let mut bits = 0u8;
+            for (k, &v) in vs.iter().enumerate() {
+                if v != NONE && !std::mem::replace(&mut vertex_owned[v as usize], true) {
+                    bits |= 1 << k;
+                }
+            }
+            for (k, &e) in es.iter().enumerate() {
+                if e != NONE && !std::mem::replace(&mut edge_owned[e as usize], true) {
+                    bits |= 1 << (3 + k);
+                }
+            }
+            owned.push(bits);
+        }
         Self {
             edges,
             triangles,
             loose,
             leaf_edges,
             vertex_leaves,
+            owned,
         }
     }
 
@@ -191,6 +216,50 @@ impl Leaves {
             for f in self.edges_of(b) {
                 let fv = self.edges[f as usize];
                 if e != f && !ev.iter().any(|v| fv.contains(v)) {
+                    found(PairKey::EdgeEdge(e.min(f), e.max(f)));
+                }
+            }
+        }
+    }
+
+    /// Calls `found` for the VT and EE pairs of leaves `a` and `b` sharing no vertex whose
+    /// vertex and edges are owned by the leaves they are taken from (a VT pair's triangle is
+    /// its own leaf's). Over every pair of leaves this is every feature pair once, where
+    /// [`features`](Self::features) repeats a pair for every leaf that holds its vertex or edges;
+    /// a leaf's volume holds its vertices, so two volumes that miss cover no missed pair.
+    pub fn owned_features(&self, a: u32, b: u32, found: &mut impl FnMut(PairKey)) {
+        if a == b {
+            return;
+        }
+        let owned_verts = |l: u32| {
+            let bits = self.owned[l as usize];
+            (self.vertex_slots(l).into_iter().enumerate())
+                .filter(move |&(k, v)| v != NONE && bits & (1 << k) != 0)
+                .map(|(_, v)| v)
+        };
+        let owned_edges = |l: u32| {
+            let bits = self.owned[l as usize];
+            (self.leaf_edges[l as usize].into_iter().enumerate())
+                .filter(move |&(k, e)| e != NONE && bits & (1 << (3 + k)) != 0)
+                .map(|(_, e)| e)
+        };
+        for (p, q) in [(a, b), (b, a)] {
+            let t = self.tri(q);
+            if t == NONE {
+                continue;
+            }
+            let tv = self.triangles[t as usize];
+            for v in owned_verts(p) {
+                if !tv.contains(&v) {
+                    found(PairKey::VertexTriangle(v, t));
+                }
+            }
+        }
+        for e in owned_edges(a) {
+            let ev = self.edges[e as usize];
+            for f in owned_edges(b) {
+                let fv = self.edges[f as usize];
+                if !ev.iter().any(|v| fv.contains(v)) {
                     found(PairKey::EdgeEdge(e.min(f), e.max(f)));
                 }
             }
@@ -482,6 +551,32 @@ mod tests {
         let edges = vec![[0, 1], [1, 2], [2, 0], [1, 3], [3, 2]];
         let triangles = vec![[0, 1, 2], [1, 3, 2]];
         Leaves::new(edges, triangles, 5)
+    }
+
+    #[test]
+    fn owned_features_hand_over_every_feature_pair_once() {
+        // A 4 x 4 sheet (18 triangles), a loose edge and a particle.
+        let sheet = crate::mesh::sheet(4, 4, 3.0, 3.0).unwrap();
+        let topo = crate::mesh::Topology::build(&sheet).unwrap();
+        let n = sheet.positions.len() as u32;
+        let mut edges = topo.edges.clone();
+        edges.push([n, n + 1]);
+        let l = Leaves::new(edges, sheet.triangles.clone(), n as usize + 3);
+        assert_eq!(l.len(), 18 + 2);
+        let (mut every, mut owned) = (Vec::new(), Vec::new());
+        for a in 0..l.len() as u32 {
+            for b in a + 1..l.len() as u32 {
+                l.features(a, b, &mut |k| every.push(k));
+                l.owned_features(a, b, &mut |k| owned.push(k));
+            }
+        }
+        every.sort_unstable();
+        every.dedup();
+        let handed = owned.len();
+        owned.sort_unstable();
+        owned.dedup();
+        assert_eq!(owned.len(), handed, "a feature pair was handed over twice");
+        assert_eq!(owned, every);
     }
 
     #[test]

@@ -289,15 +289,16 @@ impl LayerTicks {
         }
     }
 
-    /// The end of a tick: members that have left their deepest layer are dropped (lazy
-    /// deactivation; their ids go to `left`, to be certified again), and the group's next tick
-    /// is queued.
+    /// The end of a tick: members separating beyond `leave` times their deepest layer's
+    /// thickness leave it (lazy deactivation; their ids go to `left`, to be certified again),
+    /// and the group's next tick is queued.
     pub(super) fn finish(
         &mut self,
         tick: LayerTick,
         pairs: &mut PairTable,
         queue: &mut EventQueue,
         left: &mut Vec<u32>,
+        leave: f64,
     ) {
         let LayerTick {
             group,
@@ -305,13 +306,13 @@ impl LayerTicks {
             mut members,
             kicked,
         } = tick;
-        let eta = self.schedule.eta(l);
+        let reach = leave * self.schedule.eta(l);
         left.clear();
         let mut kept = 0;
         for k in 0..members.len() {
             let (m, result) = (members[k], &self.impulses[k]);
             let i = m.pair as usize;
-            if pairs.active[i] == l && result.distance > eta && result.separating {
+            if pairs.active[i] == l && result.distance > reach && result.separating {
                 pairs.active[i] = l - 1;
                 pairs.certified[i] = l;
                 left.push(m.pair);

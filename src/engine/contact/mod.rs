@@ -50,6 +50,14 @@ use pair_table::{Keeps, PairTable};
 /// closer than `ACTIVATION * eta(l)` (thesis §5.3: 11/10).
 pub(super) const ACTIVATION: f64 = 1.1;
 
+/// Speculative scheduling: a pair leaves a layer once it separates beyond this many times the
+/// layer's thickness (beyond the thickness itself under the KDS). A layer left and needed
+/// again costs a run of the window; one kept costs its ticks, which apply nothing out there.
+const SPECULATIVE_LEAVE: f64 = 2.0;
+
+// A pair leaves a layer beyond its activation distance, so it never needs it again at once.
+const _: () = assert!(SPECULATIVE_LEAVE > ACTIVATION);
+
 /// Contact statistics for `stats.json`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct ContactStats {
@@ -709,7 +717,7 @@ impl Contact {
     /// A tick of the penalty group whose event has payload `group` (one layer's super-event,
     /// or one pair's layer): the members' impulses are applied, the kicked vertices'
     /// certificates are re-timed, and members that have left their deepest layer are dropped
-    /// (lazy deactivation) and certified again.
+    /// (lazy deactivation) and certified again (logged, under speculative scheduling).
     pub(super) fn fire_layer(
         &mut self,
         group: u32,
@@ -729,48 +737,36 @@ impl Contact {
             self.after_kick(&tick.kicked, state, t, sched);
         }
         let mut left = std::mem::take(&mut self.left);
-        self.layers
-            .finish(tick, &mut self.pairs, sched.queue, &mut left);
-        let result = left.iter().try_for_each(|&id| {
+        let leave = if self.speculative.is_some() {
+            SPECULATIVE_LEAVE
+        } else {
+            1.0
+        };
+        (self.layers).finish(tick, &mut self.pairs, sched.queue, &mut left, leave);
+        for &id in &left {
             if self.speculative.is_some() {
-                self.left_speculatively(id, state, t, sched)
+                self.left_speculatively(id, t);
             } else {
-                self.certifier
-                    .certify(&mut self.pairs, id, state, t, sched.queue);
-                Ok(())
+                (self.certifier).certify(&mut self.pairs, id, state, t, sched.queue);
             }
-        });
+        }
         self.left = left;
-        result
+        Ok(())
     }
 
-    /// Speculative scheduling: pair `id` has just left its deepest layer at `t`. The change is
-    /// logged, and if the pair is still within the layer's activation distance the layer is
-    /// switched on again at once, as a slab certified now would fail at once under the KDS.
-    fn left_speculatively(
-        &mut self,
-        id: u32,
-        state: &VertexState,
-        t: f64,
-        sched: &mut Scheduler<'_>,
-    ) -> Result<(), RunError> {
+    /// Speculative scheduling: pair `id` has just left its deepest layer at `t` (beyond its
+    /// activation distance, see [`SPECULATIVE_LEAVE`]): the change is logged.
+    fn left_speculatively(&mut self, id: u32, t: f64) {
         let i = id as usize;
-        let (ContactKey::Feature(key), Some(log)) = (self.pairs.key[i], &mut self.speculative)
-        else {
-            return Ok(());
-        };
-        let after = self.pairs.active[i];
-        log.layers.push(LayerChange {
-            key,
-            time: t,
-            before: after + 1,
-            after,
-        });
-        let motion = self.pairs.kinematics(id, state, t);
-        if motion.distance() < ACTIVATION * self.schedule.eta(after + 1) {
-            self.switch_on(id, after + 1, &motion, state, t, sched)?;
+        if let (ContactKey::Feature(key), Some(log)) = (self.pairs.key[i], &mut self.speculative) {
+            let after = self.pairs.active[i];
+            log.layers.push(LayerChange {
+                key,
+                time: t,
+                before: after + 1,
+                after,
+            });
         }
-        Ok(())
     }
 
     /// Speculative scheduling: the log of the current window (`None` with certificates).

@@ -22,7 +22,10 @@
 //! time it cannot step on (the distance within a relative `1e-9` of `thr`, or 64 steps on one
 //! piece) is reported. A report may come early, never late: an early layer only adds ticks.
 //! The pair's active layers change in the window (a layer switched on, a layer left), so the
-//! threshold is the next layer's over each span between changes.
+//! threshold is the next layer's over each span between changes. Past the first find the same
+//! path is searched for the deeper layers' distances too, and before it for twice the found
+//! layer's, which is when the layer is switched on: both save runs of the window, and neither
+//! changes the motion, as a layer applies nothing to a pair beyond its thickness.
 //!
 //! **Audit.** `--audit` checks a clean window again by a different bound: on each piece the
 //! distance is at least `(d(a) + d(b) - rate (b - a)) / 2`, bisected until it clears `eta(l)` of
@@ -62,6 +65,16 @@ const AUDIT_DEPTH: u32 = 24;
 /// their size when built.
 const LOOSE: f64 = 2.0;
 
+/// Layers past the first one a pair needs that are looked for on the same recorded path: a
+/// pair that comes in fast needs several, and each one found in the same check saves a run of
+/// the window (the layer above it would have to act first for the next check to find it).
+const LOOKAHEAD_LAYERS: u32 = 1;
+
+/// A layer found needed is switched on when its pair first came within this many times its
+/// activation distance on the recorded path: a run with more layers on moves the pair, and
+/// one that then comes in earlier than recorded would need another run.
+const EARLY_REACH: f64 = 2.0;
+
 /// A pair found closer than a layer's activation distance while the layer was off.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Violation {
@@ -71,6 +84,10 @@ pub(super) struct Violation {
     pub(super) key: PairKey,
     /// The layer it needs on.
     pub(super) layer: u32,
+    /// When to switch the layer on: the first time the pair came within [`EARLY_REACH`] times
+    /// the activation distance, no later than `time`. Switching a layer on early only adds
+    /// ticks that apply nothing, as the pair is still beyond the layer's thickness.
+    pub(super) switch_on: f64,
 }
 
 /// A feature pair's active layers over a window: the number at the start and its changes.
@@ -243,10 +260,12 @@ impl Retrospective {
         true
     }
 
-    /// Hands the feature pairs of leaves `p` and `q` to `near` if the leaves' volumes may meet.
+    /// Hands the feature pairs of leaves `p` and `q` to `near` if the leaves' volumes may meet,
+    /// each feature pair by the leaves that own its vertex and edges only
+    /// ([`Leaves::owned_features`]).
     fn leaf_features(&self, p: u32, q: u32, near: &mut impl FnMut(PairKey)) {
         if Ends::unions_meet(&self.leaf_ends, &[p], &[q]) {
-            self.leaves.features(p, q, near);
+            self.leaves.owned_features(p, q, near);
         }
     }
 
@@ -337,8 +356,9 @@ impl Retrospective {
     }
 
     /// For each of `keys` (with its timeline), the first time it came within the activation
-    /// distance of the layer after its active ones, if it did: computed on the thread pool,
-    /// returned in `keys` order.
+    /// distance of the layer after its active ones, if it did, and the first times it came
+    /// within those of up to [`LOOKAHEAD_LAYERS`] deeper layers after that on the same span:
+    /// computed on the thread pool, returned in `keys` order, each pair's by layer.
     pub(super) fn violations(
         &self,
         history: &History,
@@ -346,20 +366,17 @@ impl Retrospective {
         keys: &[(PairKey, Timeline<'_>)],
     ) -> Vec<Violation> {
         let span = history.span();
-        let found: Vec<Option<Violation>> = keys
+        let found: Vec<Vec<Violation>> = keys
             .par_iter()
             .with_min_len(PAR_PAIRS)
             .map(|&(key, timeline)| {
                 let paths = self.paths(history, key);
-                timeline.spans(span, |from, to, last, active| {
-                    let layer = active + 1;
-                    let thr = ACTIVATION * schedule.eta(layer);
-                    first_within(key, &paths, (from, to, last), thr).map(|time| Violation {
-                        time,
-                        key,
-                        layer,
+                timeline
+                    .spans(span, |from, to, last, active| {
+                        let found = needed_layers(key, &paths, (from, to, last), active, schedule);
+                        (!found.is_empty()).then_some(found)
                     })
-                })
+                    .unwrap_or_default()
             })
             .collect();
         found.into_iter().flatten().collect()
@@ -576,6 +593,36 @@ pub(super) fn first_within(
     }
 }
 
+/// The layers past `active` that pair `key` on `paths` needs over `[from, to]` (`last`: as in
+/// [`first_within`]): the next one if the pair came within its activation distance, then each
+/// deeper one, up to [`LOOKAHEAD_LAYERS`] more, that it came within after that.
+fn needed_layers(
+    key: PairKey,
+    paths: &Paths<'_>,
+    (from, to, last): (f64, f64, bool),
+    active: u32,
+    schedule: &LayerSchedule,
+) -> Vec<Violation> {
+    let mut found = Vec::new();
+    let mut after = from;
+    for layer in active + 1..=active + 1 + LOOKAHEAD_LAYERS {
+        let reach = ACTIVATION * schedule.eta(layer);
+        let Some(time) = first_within(key, paths, (after, to, last), reach) else {
+            break;
+        };
+        let switch_on =
+            first_within(key, paths, (after, time, true), EARLY_REACH * reach).unwrap_or(time);
+        found.push(Violation {
+            time,
+            key,
+            layer,
+            switch_on,
+        });
+        after = time;
+    }
+    found
+}
+
 /// Whether pair `key` on `paths` provably stays at least `eta` apart over `[from, to]` (see
 /// the module docs); otherwise the piece that could not be cleared.
 fn stays_clear(
@@ -625,6 +672,7 @@ fn clear_piece(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contact::layers::LayerLaw;
     use proptest::prelude::*;
 
     /// Four piecewise-linear paths over `[0, 1]`: each a start point and `(time, velocity)`
@@ -760,5 +808,39 @@ mod tests {
         assert_eq!(first_within(key, &m.paths(), (0.0, 0.85, false), 0.1), None);
         assert!(stays_clear(key, &m.paths(), (0.0, 0.85), 0.1).is_ok());
         assert!(stays_clear(key, &m.paths(), (0.0, 1.0), 0.1).is_err());
+    }
+
+    #[test]
+    fn a_deep_approach_needs_the_next_layer_and_the_one_after_each_switched_on_early() {
+        // A vertex falling at 1 cm/s onto a triangle 1 cm below it, no layer active; the thesis
+        // law with eta1 = 0.1: eta(2) = 0.1 / 2^(1/4).
+        let m = Motion::new(
+            [DVec3::new(0.2, 1.0, 0.2), DVec3::ZERO, DVec3::X, DVec3::Z],
+            [
+                vec![(0.0, -DVec3::Y)],
+                vec![(0.0, DVec3::ZERO)],
+                vec![(0.0, DVec3::ZERO)],
+                vec![(0.0, DVec3::ZERO)],
+            ],
+        );
+        let key = PairKey::VertexTriangle(0, 0);
+        let schedule = LayerSchedule::new(0.1, 1000.0, LayerLaw::Thesis).unwrap();
+        let found = needed_layers(key, &m.paths(), (0.0, 2.0, true), 0, &schedule);
+        assert_eq!(found.len(), 1 + LOOKAHEAD_LAYERS as usize);
+        let crossing = |d: f64| 1.0 - d;
+        for (v, layer) in found.iter().zip(1..) {
+            let reach = ACTIVATION * schedule.eta(layer);
+            assert_eq!((v.key, v.layer), (key, layer));
+            assert!((v.time - crossing(reach)).abs() < 1e-6, "{v:?}");
+        }
+        // Layer 1 at twice its reach; layer 2 no earlier than layer 1 was found.
+        assert!((found[0].switch_on - crossing(EARLY_REACH * 0.11)).abs() < 1e-6);
+        assert_eq!(found[1].switch_on, found[0].time);
+        // With layer 2 already active, only layer 3 (and 4) are looked for.
+        let deeper = needed_layers(key, &m.paths(), (0.0, 2.0, true), 2, &schedule);
+        assert_eq!(deeper[0].layer, 3);
+        // A pair that stays beyond every reach needs nothing.
+        let clear = needed_layers(key, &m.paths(), (0.0, 0.5, false), 0, &schedule);
+        assert!(clear.is_empty());
     }
 }
