@@ -1,7 +1,8 @@
 //! The deepest penalty layer a scene's energy lets a pair reach.
 //!
 //! A pair switching on layer `l` at distance `d` holds `sum_{k < l} V_k(d)` in the layers
-//! already active. Energy is conserved by the method up to its per-impact error (damping and
+//! already active (checked at `d` no farther than the activation distance `1.1 eta(l)`, where
+//! the layer is needed: a speculative window switches layers on farther out). Energy is conserved by the method up to its per-impact error (damping and
 //! drag only remove it), so no pair can hold more than the energy the scene has had: its
 //! energy at the start (kinetic, elastic, gravitational) plus the work gravity has done since,
 //! `E(0) + sum_i m_i g . x_i(t)` over the free vertices, plus what an embedding program put in

@@ -643,7 +643,11 @@ impl Contact {
                 vertices,
             });
         }
-        if let Err((held, available)) = self.energy_limit.check(&self.schedule, layer, d, state, t)
+        // Checked where the layer is needed: a speculative window switches it on farther out,
+        // where the layers above it may hold nothing yet.
+        let checked_at = d.min(near);
+        if let Err((held, available)) =
+            (self.energy_limit).check(&self.schedule, layer, checked_at, state, t)
         {
             let pair = self.pairs.describe(id);
             return Err(energy_limit::runaway(t, pair, layer, held, available));
