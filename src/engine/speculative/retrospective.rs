@@ -790,10 +790,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_head_on_approach_is_found_where_it_crosses() {
-        // A vertex falling at 1 cm/s onto a triangle 1 cm below it: within 0.1 at t = 0.9.
-        let m = Motion::new(
+    /// Vertex 0 falling at 1 cm/s onto the fixed triangle (1, 2, 3) 1 cm below it.
+    fn falling_vertex() -> Motion {
+        Motion::new(
             [DVec3::new(0.2, 1.0, 0.2), DVec3::ZERO, DVec3::X, DVec3::Z],
             [
                 vec![(0.0, -DVec3::Y)],
@@ -801,7 +800,13 @@ mod tests {
                 vec![(0.0, DVec3::ZERO)],
                 vec![(0.0, DVec3::ZERO)],
             ],
-        );
+        )
+    }
+
+    #[test]
+    fn a_head_on_approach_is_found_where_it_crosses() {
+        // A vertex falling at 1 cm/s onto a triangle 1 cm below it: within 0.1 at t = 0.9.
+        let m = falling_vertex();
         let key = PairKey::VertexTriangle(0, 0);
         let t = first_within(key, &m.paths(), (0.0, 2.0, true), 0.1).unwrap();
         assert!((t - 0.9).abs() < 1e-6, "{t}");
@@ -814,15 +819,7 @@ mod tests {
     fn a_deep_approach_needs_the_next_layer_and_the_one_after_each_switched_on_early() {
         // A vertex falling at 1 cm/s onto a triangle 1 cm below it, no layer active; the thesis
         // law with eta1 = 0.1: eta(2) = 0.1 / 2^(1/4).
-        let m = Motion::new(
-            [DVec3::new(0.2, 1.0, 0.2), DVec3::ZERO, DVec3::X, DVec3::Z],
-            [
-                vec![(0.0, -DVec3::Y)],
-                vec![(0.0, DVec3::ZERO)],
-                vec![(0.0, DVec3::ZERO)],
-                vec![(0.0, DVec3::ZERO)],
-            ],
-        );
+        let m = falling_vertex();
         let key = PairKey::VertexTriangle(0, 0);
         let schedule = LayerSchedule::new(0.1, 1000.0, LayerLaw::Thesis).unwrap();
         let found = needed_layers(key, &m.paths(), (0.0, 2.0, true), 0, &schedule);
