@@ -3,13 +3,26 @@
 //! check.
 //!
 //! A vertex moves in a straight line between two kicks, so its path over the window is its
-//! position and velocity at the start plus one row per kick that changed its velocity. Kicks are
-//! logged in event order as a structure of arrays (`vertex`, `time`, `x`, `v`), which is cheap to
-//! append to. When the window ends, [`History::seal`] fits every vertex's moving volume in one
-//! pass over the log (each path's chord is known from its ends, so the excursions from it can be
-//! gathered in any order), and [`History::select`] sorts the rows of only the vertices the
-//! broad phase kept (a stable counting sort, so each vertex's rows stay in time order) into the
-//! segment arrays the narrow phase reads, one contiguous run of segments a vertex.
+//! position at the start and at each kick that changed its velocity. A cloth vertex is kicked
+//! by every tick of its mesh's stretching and bending, thousands of times a window, and nearly
+//! in a line: recording every kick would stream gigabytes a window through memory. Instead the
+//! path is **simplified as it is recorded**, to within a set deviation of the one taken:
+//! each vertex keeps one open segment from an anchor and the range of velocities (per axis) that
+//! keep every kick point since the anchor within `deviation / sqrt(3)` on that axis. A kick that
+//! empties the range closes the segment at the last point that fitted (a row of the log) and
+//! opens the next one there. The simplified path is continuous, and within `deviation` of the
+//! path taken at every time (both are linear between the points, and within it at each point),
+//! so the check, run on it with every distance widened by the two sides' deviations, stays
+//! conservative. At each rollback mark every open segment is closed exactly at the vertex's
+//! position then, so a rollback only truncates the log.
+//!
+//! Rows are logged in event order as a structure of arrays (`vertex`, `time`, `x`, `v`: a
+//! segment's start, the position there and the velocity along it), which is cheap to append to.
+//! When the window ends, [`History::seal`] fits every vertex's moving volume in one pass over the
+//! log (each path's chord is known from its ends, so the excursions from it can be gathered in
+//! any order), and [`History::select`] sorts the rows of only the vertices the broad phase kept (a
+//! stable counting sort, so each vertex's rows stay in time order) into the segment arrays the
+//! narrow phase reads, one contiguous run of segments a vertex.
 
 use glam::DVec3;
 use rayon::prelude::*;
@@ -17,7 +30,7 @@ use rayon::prelude::*;
 use crate::kds::kdop::{Dop18, PathFit};
 use crate::state::VertexState;
 
-/// Vertices per rayon task when a whole-mesh kick is looked for.
+/// Vertices per rayon task when a whole-mesh kick is recorded.
 const PAR_MIN_LEN: usize = 4096;
 
 /// Rows per rayon task, at least, when the log is read per vertex range.
@@ -32,16 +45,14 @@ pub(super) struct History {
     /// The window: `[start, end]`.
     start: f64,
     end: f64,
-    /// Per vertex: the velocity last recorded (a kick that leaves it unchanged is not a row).
-    last_v: Vec<DVec3>,
-    /// Per vertex: position and velocity at the window's start.
+    /// How far a simplified path may be from the path taken (a distance).
+    deviation: f64,
+    /// Per vertex: the segment being recorded.
+    open: Vec<OpenSegment>,
+    /// Per vertex: position at the window's start.
     x0: Vec<DVec3>,
-    v0: Vec<DVec3>,
-    /// The log, one row per velocity change, in event order.
-    log_vertex: Vec<u32>,
-    log_time: Vec<f64>,
-    log_x: Vec<DVec3>,
-    log_v: Vec<DVec3>,
+    /// The log of closed segments, in event order.
+    log: Rows,
     /// After [`seal`](Self::seal): each vertex's path fit.
     fits: Vec<PathFit<AXES>>,
     /// After [`select`](Self::select): vertex `i`'s segments are `offset[i]..offset[i + 1]`
@@ -53,8 +64,122 @@ pub(super) struct History {
     seg_v: Vec<DVec3>,
     /// After [`select`](Self::select): each selected vertex's largest speed in the window.
     fastest: Vec<f64>,
-    /// Scratch: the vertices a whole-mesh kick changed.
-    changed: Vec<u32>,
+    /// Scratch: the rows of a whole-mesh kick, one buffer a task.
+    scratch: Vec<Rows>,
+}
+
+/// Segment rows as a structure of arrays: each a vertex, the segment's start time, the
+/// position there and the velocity along it.
+#[derive(Debug, Default)]
+struct Rows {
+    vertex: Vec<u32>,
+    time: Vec<f64>,
+    x: Vec<DVec3>,
+    v: Vec<DVec3>,
+}
+
+impl Rows {
+    fn push(&mut self, vertex: u32, time: f64, x: DVec3, v: DVec3) {
+        self.vertex.push(vertex);
+        self.time.push(time);
+        self.x.push(x);
+        self.v.push(v);
+    }
+
+    fn len(&self) -> usize {
+        self.vertex.len()
+    }
+
+    fn truncate(&mut self, len: usize) {
+        self.vertex.truncate(len);
+        self.time.truncate(len);
+        self.x.truncate(len);
+        self.v.truncate(len);
+    }
+
+    /// Moves every row of `other` to the end.
+    fn append(&mut self, other: &mut Rows) {
+        self.vertex.append(&mut other.vertex);
+        self.time.append(&mut other.time);
+        self.x.append(&mut other.x);
+        self.v.append(&mut other.v);
+    }
+}
+
+/// A vertex's segment being recorded (see the module docs).
+#[derive(Clone, Copy, Debug)]
+struct OpenSegment {
+    /// The anchor: the segment's start time and position (on the simplified path).
+    time: f64,
+    x: DVec3,
+    /// Per axis, the velocities that keep every point since the anchor within the tolerance;
+    /// unbounded while there is none.
+    lo: DVec3,
+    hi: DVec3,
+    /// The time of the last point that fitted (the anchor's while there is none).
+    last: f64,
+    /// The velocity last recorded (a kick that leaves it unchanged makes no point).
+    v: DVec3,
+}
+
+impl OpenSegment {
+    /// A segment from the exact position `x` at `time`, moving at `v`.
+    fn at(time: f64, x: DVec3, v: DVec3) -> Self {
+        Self {
+            time,
+            x,
+            lo: DVec3::NEG_INFINITY,
+            hi: DVec3::INFINITY,
+            last: time,
+            v,
+        }
+    }
+
+    /// The velocity of a segment closed now: one within the range (the middle).
+    fn velocity(&self) -> DVec3 {
+        0.5 * (self.lo + self.hi)
+    }
+
+    /// Adds the path's point `x` at `time` (no earlier than the last), within `tol` on each
+    /// axis; emits the segment it closes, if any, as `(start, position, velocity)`.
+    #[inline]
+    fn add(&mut self, time: f64, x: DVec3, tol: f64) -> Option<(f64, DVec3, DVec3)> {
+        if time <= self.time {
+            return None;
+        }
+        let (d, inv) = (x - self.x, 1.0 / (time - self.time));
+        let lo = self.lo.max((d - tol) * inv);
+        let hi = self.hi.min((d + tol) * inv);
+        if lo.cmple(hi).all() {
+            (self.lo, self.hi, self.last) = (lo, hi, time);
+            return None;
+        }
+        // The range was bounded, so a point fitted after the anchor: close there.
+        let v = self.velocity();
+        let closed = (self.time, self.x, v);
+        self.x += v * (self.last - self.time);
+        self.time = self.last;
+        let (d, inv) = (x - self.x, 1.0 / (time - self.time));
+        (self.lo, self.hi, self.last) = ((d - tol) * inv, (d + tol) * inv, time);
+        Some(closed)
+    }
+
+    /// Closes the segment at the path's exact position `x` at `time` (after every point),
+    /// pushing the rows of vertex `i` to `rows`, and opens the next one there.
+    fn close(&mut self, i: u32, time: f64, x: DVec3, rows: &mut Rows) {
+        if self.last > self.time {
+            let v = self.velocity();
+            rows.push(i, self.time, self.x, v);
+            self.x += v * (self.last - self.time);
+            self.time = self.last;
+        }
+        // The path is straight from the last point on, so this piece stays within the
+        // tolerance too.
+        if time > self.time {
+            rows.push(i, self.time, self.x, (x - self.x) / (time - self.time));
+        }
+        *self = Self::at(time, x, self.v);
+    }
 }
 
 /// One vertex's segments in a sealed history: parallel slices, in time order.
@@ -68,6 +193,8 @@ pub(super) struct Path<'a> {
     pub(super) v: &'a [DVec3],
     /// The largest speed along the path.
     pub(super) fastest: f64,
+    /// How far the path taken may be from this one at any time.
+    pub(super) deviation: f64,
 }
 
 impl Path<'_> {
@@ -90,68 +217,97 @@ impl Path<'_> {
 }
 
 impl History {
+    /// A history whose paths are kept within `deviation` (a distance, positive) of the paths
+    /// taken.
+    pub(super) fn new(deviation: f64) -> Self {
+        debug_assert!(deviation > 0.0);
+        Self {
+            deviation,
+            ..Self::default()
+        }
+    }
+
+    /// The tolerance on each axis.
+    fn tolerance(&self) -> f64 {
+        self.deviation / 3f64.sqrt()
+    }
+
     /// Starts recording a window beginning at `start` from `state`.
     pub(super) fn begin(&mut self, state: &VertexState, start: f64) {
         self.start = start;
         self.end = start;
         state.positions_at(start, &mut self.x0);
-        self.v0.clone_from(&state.v);
-        self.last_v.clone_from(&state.v);
-        self.log_vertex.clear();
-        self.log_time.clear();
-        self.log_x.clear();
-        self.log_v.clear();
+        self.log.truncate(0);
+        self.open_all(state, start);
+    }
+
+    /// Opens every vertex's segment at its exact position at `time`.
+    fn open_all(&mut self, state: &VertexState, time: f64) {
+        self.open.clear();
+        self.open.extend(
+            (0..state.len()).map(|i| OpenSegment::at(time, state.position_at(i, time), state.v[i])),
+        );
     }
 
     /// Records the velocity changes of `vertices` (a kick's stencil) made by the event just
     /// processed.
     pub(super) fn record(&mut self, state: &VertexState, vertices: &[u32]) {
+        let tol = self.tolerance();
         for &i in vertices {
-            self.record_one(state, i);
+            let k = i as usize;
+            let open = &mut self.open[k];
+            if state.v[k] != open.v {
+                open.v = state.v[k];
+                if let Some((t, x, v)) = open.add(state.t[k], state.x[k], tol) {
+                    self.log.push(i, t, x, v);
+                }
+            }
         }
     }
 
-    /// Records the velocity changes of every vertex (a whole-mesh kick); the changed vertices
-    /// are found on the thread pool, in vertex order.
+    /// Records the velocity changes of every vertex (a whole-mesh kick), on the thread pool;
+    /// each task's rows are logged in vertex order.
     pub(super) fn record_all(&mut self, state: &VertexState) {
-        let last = &self.last_v;
-        self.changed.clear();
-        self.changed.par_extend(
-            (0..state.len() as u32)
-                .into_par_iter()
-                .with_min_len(PAR_MIN_LEN)
-                .filter(|&i| state.v[i as usize] != last[i as usize]),
-        );
-        let changed = std::mem::take(&mut self.changed);
-        self.record(state, &changed);
-        self.changed = changed;
-    }
-
-    fn record_one(&mut self, state: &VertexState, i: u32) {
-        let k = i as usize;
-        if state.v[k] == self.last_v[k] {
-            return;
+        let tol = self.tolerance();
+        let chunk = state
+            .len()
+            .div_ceil(rayon::current_num_threads())
+            .max(PAR_MIN_LEN);
+        let tasks = state.len().div_ceil(chunk);
+        self.scratch.resize_with(tasks, Rows::default);
+        (self.open.par_chunks_mut(chunk))
+            .zip(self.scratch.par_iter_mut())
+            .enumerate()
+            .for_each(|(c, (open, rows))| {
+                for (k, open) in (c * chunk..).zip(open) {
+                    if state.v[k] != open.v {
+                        open.v = state.v[k];
+                        if let Some((t, x, v)) = open.add(state.t[k], state.x[k], tol) {
+                            rows.push(k as u32, t, x, v);
+                        }
+                    }
+                }
+            });
+        for rows in &mut self.scratch {
+            self.log.append(rows);
         }
-        self.last_v[k] = state.v[k];
-        self.log_vertex.push(i);
-        self.log_time.push(state.t[k]);
-        self.log_x.push(state.x[k]);
-        self.log_v.push(state.v[k]);
     }
 
-    /// The number of velocity changes recorded so far.
-    pub(super) fn len(&self) -> usize {
-        self.log_vertex.len()
+    /// Closes every vertex's segment at its exact position at `time` (no earlier than any
+    /// point recorded), so that the log up to here is all a rewind to `time` needs. Returns
+    /// the log's length then.
+    pub(super) fn mark(&mut self, state: &VertexState, time: f64) -> usize {
+        for (i, open) in self.open.iter_mut().enumerate() {
+            open.close(i as u32, time, state.position_at(i, time), &mut self.log);
+        }
+        self.log.len()
     }
 
-    /// Forgets every change recorded after the first `len`, going back to where `state` (saved
-    /// then) stood.
-    pub(super) fn rewind(&mut self, len: usize, state: &VertexState) {
-        self.log_vertex.truncate(len);
-        self.log_time.truncate(len);
-        self.log_x.truncate(len);
-        self.log_v.truncate(len);
-        self.last_v.clone_from(&state.v);
+    /// Forgets every row logged after the first `len` (a [`mark`](Self::mark)'s), going back
+    /// to where `state` (saved at the mark's `time`) stood.
+    pub(super) fn rewind(&mut self, len: usize, state: &VertexState, time: f64) {
+        self.log.truncate(len);
+        self.open_all(state, time);
     }
 
     /// Ends the window at `end` and fits every vertex's path. The first vertex whose velocity
@@ -159,8 +315,13 @@ impl History {
     /// took.
     pub(super) fn seal(&mut self, state: &VertexState, end: f64) -> Result<(), u32> {
         self.end = end;
-        if let Some(i) = (0..state.len()).find(|&i| state.v[i] != self.last_v[i]) {
+        if let Some(i) = (0..state.len()).find(|&i| state.v[i] != self.open[i].v) {
             return Err(i as u32);
+        }
+        self.mark(state, end);
+        // A last row for each vertex, from the end on, so that every path has one.
+        for (i, open) in self.open.iter().enumerate() {
+            self.log.push(i as u32, end, open.x, open.v);
         }
         let (span, x0) = ((self.start, end), &self.x0);
         self.fits.clear();
@@ -170,7 +331,7 @@ impl History {
                 .with_min_len(PAR_MIN_LEN)
                 .map(|i| PathFit::new(span, x0[i], state.position_at(i, end))),
         );
-        let (log_vertex, log_time, log_x) = (&self.log_vertex, &self.log_time, &self.log_x);
+        let (log_vertex, log_time, log_x) = (&self.log.vertex, &self.log.time, &self.log.x);
         let chunk = self.fits.len().div_ceil(self.tasks()).max(1);
         (self.fits.par_chunks_mut(chunk).enumerate()).for_each(|(c, fits)| {
             let first = c * chunk;
@@ -189,12 +350,13 @@ impl History {
     /// How many tasks a pass over the log per vertex range is cut into: one a thread, each with
     /// a share of the log worth its scan.
     fn tasks(&self) -> usize {
-        rayon::current_num_threads().clamp(1, 1 + self.log_vertex.len() / PAR_MIN_ROWS)
+        rayon::current_num_threads().clamp(1, 1 + self.log.len() / PAR_MIN_ROWS)
     }
 
-    /// Vertex `i`'s volume over the window, grown by `pad` (after [`seal`](Self::seal)).
+    /// A volume over the window holding vertex `i`'s path taken, grown by `pad` (after
+    /// [`seal`](Self::seal)).
     pub(super) fn volume(&self, i: u32, pad: f64) -> Dop18 {
-        self.fits[i as usize].volume(pad)
+        self.fits[i as usize].volume(pad + self.deviation)
     }
 
     /// Vertex `i`'s position at the window's start.
@@ -211,15 +373,19 @@ impl History {
         for &i in vertices {
             self.offset[i as usize + 1] = 1;
         }
-        for &i in &self.log_vertex {
+        for &i in &self.log.vertex {
             if self.offset[i as usize + 1] > 0 {
                 self.offset[i as usize + 1] += 1;
             }
         }
+        for &i in vertices {
+            self.offset[i as usize + 1] -= 1;
+        }
         for i in 0..n {
             self.offset[i + 1] += self.offset[i];
         }
-        let total = self.offset[n] as usize;
+        let offset = &self.offset;
+        let total = offset[n] as usize;
         self.seg_time.resize(total, 0.0);
         self.seg_x.resize(total, DVec3::ZERO);
         self.seg_v.resize(total, DVec3::ZERO);
@@ -227,7 +393,6 @@ impl History {
         // rows as the others: it scans the whole log and places its own vertices' rows, each
         // vertex's in log (so time) order. The result does not depend on how they are cut.
         let tasks = self.tasks();
-        let offset = &self.offset;
         let cuts: Vec<usize> = (0..=tasks)
             .map(|c| {
                 offset
@@ -250,32 +415,22 @@ impl History {
             parts.push((a..b, t_here, x_here, v_here));
             (time, x, v) = (t_rest, x_rest, v_rest);
         }
-        let (start, x0, v0) = (self.start, &self.x0, &self.v0);
-        let (log_vertex, log_time) = (&self.log_vertex, &self.log_time);
-        let (log_x, log_v) = (&self.log_x, &self.log_v);
+        let log = &self.log;
         parts.into_par_iter().for_each(|(vertices, time, x, v)| {
             let base = offset[vertices.start];
-            // `next[i - start]`: where vertex i's next row goes; its first slot holds the start.
+            // `next[i - start]`: where vertex i's next row goes.
             let mut next: Vec<u32> = offset[vertices.clone()].iter().map(|o| o - base).collect();
-            for i in vertices.clone() {
-                if offset[i + 1] > offset[i] {
-                    let slot = &mut next[i - vertices.start];
-                    let k = *slot as usize;
-                    (time[k], x[k], v[k]) = (start, x0[i], v0[i]);
-                    *slot += 1;
-                }
-            }
-            for (r, &i) in log_vertex.iter().enumerate() {
+            for (r, &i) in log.vertex.iter().enumerate() {
                 let i = i as usize;
                 if vertices.contains(&i) && offset[i + 1] > offset[i] {
                     let slot = &mut next[i - vertices.start];
                     let k = *slot as usize;
-                    (time[k], x[k], v[k]) = (log_time[r], log_x[r], log_v[r]);
+                    (time[k], x[k], v[k]) = (log.time[r], log.x[r], log.v[r]);
                     *slot += 1;
                 }
             }
         });
-        let (offset, seg_v) = (&self.offset, &self.seg_v);
+        let seg_v = &self.seg_v;
         self.fastest.clear();
         self.fastest
             .par_extend((0..n).into_par_iter().with_min_len(PAR_MIN_LEN).map(|i| {
@@ -301,6 +456,7 @@ impl History {
             x: &self.seg_x[a..b],
             v: &self.seg_v[a..b],
             fastest: self.fastest[i as usize],
+            deviation: self.deviation,
         }
     }
 }
@@ -321,10 +477,15 @@ mod tests {
         }
     }
 
+    /// Whether `a` and `b` are within `tol` of each other on every axis.
+    fn near(a: DVec3, b: DVec3, tol: f64) -> bool {
+        (a - b).abs().max_element() <= tol
+    }
+
     #[test]
     fn paths_follow_the_kicks_in_time_order() {
         let mut state = two_vertices();
-        let mut h = History::default();
+        let mut h = History::new(1e-9);
         h.begin(&state, 0.0);
         state.apply_impulse(0, 1.0, DVec3::Y);
         h.record(&state, &[0, 1]);
@@ -334,19 +495,79 @@ mod tests {
         h.seal(&state, 3.0).unwrap();
         h.select(&[0, 1]);
         let p = h.path(0);
-        assert_eq!(p.time, &[0.0, 1.0, 2.0]);
-        assert_eq!(p.at(p.segment_at(1.5), 1.5), DVec3::new(1.5, 0.5, 0.0));
-        assert_eq!(p.at(p.segment_at(3.0), 3.0), DVec3::new(2.0, 2.0, 0.0));
-        assert_eq!(h.path(1).time, &[0.0, 1.5]);
+        // Every kick off the line breaks the path; the last row runs on from the end.
+        assert_eq!(p.time, &[0.0, 1.0, 2.0, 3.0]);
+        let at = |p: &Path<'_>, s: f64| p.at(p.segment_at(s), s);
+        assert!(near(at(&p, 1.5), DVec3::new(1.5, 0.5, 0.0), 1e-9));
+        assert!(near(at(&p, 3.0), DVec3::new(2.0, 2.0, 0.0), 1e-9));
+        assert_eq!(h.path(1).time, &[0.0, 1.5, 3.0]);
         h.select(&[1]);
-        assert_eq!(h.path(1).time, &[0.0, 1.5]);
-        assert_eq!(h.path(1).x, &[DVec3::X, DVec3::X]);
+        let p = h.path(1);
+        assert_eq!(p.time, &[0.0, 1.5, 3.0]);
+        assert!(near(at(&p, 1.0), DVec3::X, 1e-9));
+        assert!(near(at(&p, 3.0), DVec3::new(1.0, 0.0, 1.5), 1e-9));
+    }
+
+    /// A vertex falling from rest under gravity (1000 cm/s^2), kicked every millisecond for a
+    /// second: its true path at the kicks, as `(time, position)`.
+    fn fall(
+        h: &mut History,
+        state: &mut VertexState,
+        kicks: std::ops::Range<u32>,
+    ) -> Vec<(f64, DVec3)> {
+        kicks
+            .map(|k| {
+                let t = f64::from(k + 1) * 1e-3;
+                state.apply_impulse(0, t, DVec3::new(0.0, -1.0, 0.0));
+                h.record(state, &[0]);
+                (t, state.x[0])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_smooth_path_is_kept_in_few_rows_within_the_deviation_and_rewinds_to_a_mark() {
+        let mut state = two_vertices();
+        state.v[0] = DVec3::ZERO;
+        let deviation = 1e-3;
+        let mut h = History::new(deviation);
+        h.begin(&state, 0.0);
+        let mut truth = vec![(0.0, state.x[0])];
+        truth.extend(fall(&mut h, &mut state, 0..400));
+        let saved = state.clone();
+        let mark = h.mark(&state, 0.4005);
+        truth.extend(fall(&mut h, &mut state, 400..999));
+        let first_run = (h.log.time.clone(), h.log.x.clone());
+        // Back to the mark and the same kicks again: the same rows.
+        state = saved;
+        h.rewind(mark, &state, 0.4005);
+        fall(&mut h, &mut state, 400..999);
+        assert_eq!((&h.log.time, &h.log.x), (&first_run.0, &first_run.1));
+        h.seal(&state, 1.0).unwrap();
+        truth.push((1.0, state.position_at(0, 1.0)));
+        h.select(&[0]);
+        let p = h.path(0);
+        // A row per two kicks at most (the segments span about 2 ms here).
+        assert!(p.time.len() < 500, "{} rows for 1000 kicks", p.time.len());
+        // Between two kicks the true path is a line: sample it, on and between them.
+        for w in truth.windows(2) {
+            let ((a, xa), (b, xb)) = (w[0], w[1]);
+            for j in 0..=4 {
+                let s = a + (b - a) * f64::from(j) / 4.0;
+                let taken = xa + (xb - xa) * ((s - a) / (b - a));
+                let recorded = p.at(p.segment_at(s), s);
+                assert!(
+                    (taken - recorded).length() <= deviation * (1.0 + 1e-9),
+                    "{s}: {taken} recorded at {recorded}"
+                );
+            }
+        }
     }
 
     #[test]
     fn a_vertex_volume_holds_its_path() {
         let mut state = two_vertices();
-        let mut h = History::default();
+        let mut h = History::new(1e-9);
         h.begin(&state, 0.0);
         state.apply_impulse(0, 1.0, DVec3::new(-2.0, 3.0, 0.0));
         h.record(&state, &[0]);
@@ -373,7 +594,7 @@ mod tests {
     #[test]
     fn a_kick_left_unrecorded_is_reported() {
         let mut state = two_vertices();
-        let mut h = History::default();
+        let mut h = History::new(1e-9);
         h.begin(&state, 0.0);
         state.apply_impulse(1, 0.5, DVec3::Y);
         h.record(&state, &[0]);

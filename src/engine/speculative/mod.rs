@@ -72,6 +72,11 @@ const CALM_ROLLBACKS: u64 = 2;
 /// Windows never get shorter than this fraction of the frame interval by rollbacks.
 const SHORTEST_WINDOW: f64 = 1e-6;
 
+/// Recorded paths stay within this fraction of the first layer's thickness of the paths taken
+/// (see [`history`]): far below the gaps between layers, and enough to record a cloth vertex's
+/// path with a row per many kicks.
+const PATH_DEVIATION: f64 = 1e-3;
+
 /// The broad phase's reach beyond the first layer's activation distance (a relative margin for
 /// the rounding of the volumes).
 const REACH_MARGIN: f64 = 1.01;
@@ -110,7 +115,7 @@ impl Speculative {
             longest: frame_interval,
             committed: 0.0,
             frames_emitted: 0,
-            history: History::default(),
+            history: History::new(PATH_DEVIATION * contact.schedule().eta(1)),
             detector: Retrospective::new(edges.to_vec(), triangles.to_vec(), vertices),
             rewinds: Rewinds::default(),
             pending: Vec::new(),
@@ -265,7 +270,7 @@ impl Speculative {
                 .due()
                 .is_some_and(|m| m <= horizon.min(switch_on))
             {
-                self.rewinds.save(sim, &self.history, processed);
+                self.rewinds.save(sim, &mut self.history, processed);
                 continue;
             }
             if switch_on < horizon {

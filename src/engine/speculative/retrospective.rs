@@ -25,7 +25,10 @@
 //! threshold is the next layer's over each span between changes. Past the first find the same
 //! path is searched for the deeper layers' distances too, and before it for twice the found
 //! layer's, which is when the layer is switched on: both save runs of the window, and neither
-//! changes the motion, as a layer applies nothing to a pair beyond its thickness.
+//! changes the motion, as a layer applies nothing to a pair beyond its thickness. The recorded
+//! paths are simplified to within a deviation of the paths taken ([`History`]), so every
+//! distance looked for, the audit's included, is widened by the deviations of the pair's two
+//! sides, and every vertex volume by its own.
 //!
 //! **Audit.** `--audit` checks a clean window again by a different bound: on each piece the
 //! distance is at least `(d(a) + d(b) - rate (b - a)) / 2`, bisected until it clears `eta(l)` of
@@ -552,6 +555,8 @@ pub(super) fn first_within(
     (from, to, last): (f64, f64, bool),
     thr: f64,
 ) -> Option<f64> {
+    // The paths taken are within their deviations of these.
+    let thr = thr + side_sum(key, &paths.map(|p| p.deviation));
     let beyond = |s: f64| s > to || (!last && s >= to);
     // A bound over the whole window, which steps over many pieces at once.
     let global_rate = side_sum(key, &paths.map(|p| p.fastest));
@@ -631,6 +636,7 @@ fn stays_clear(
     (from, to): (f64, f64),
     eta: f64,
 ) -> Result<(), (f64, f64)> {
+    let eta = eta + side_sum(key, &paths.map(|p| p.deviation));
     let mut k = paths.map(|p| p.segment_at(from));
     let mut a = from;
     loop {
@@ -673,6 +679,7 @@ fn clear_piece(
 mod tests {
     use super::*;
     use crate::contact::layers::LayerLaw;
+    use crate::state::{VertexKind, VertexState};
     use proptest::prelude::*;
 
     /// Four piecewise-linear paths over `[0, 1]`: each a start point and `(time, velocity)`
@@ -714,6 +721,7 @@ mod tests {
                 x: &self.x[j],
                 v: &self.v[j],
                 fastest: self.v[j].iter().map(|v| v.length()).fold(0.0, f64::max),
+                deviation: 0.0,
             })
         }
     }
@@ -750,6 +758,67 @@ mod tests {
                     break;
                 }
                 let pos = std::array::from_fn(|j| paths[j].at(paths[j].segment_at(s), s));
+                let d = feature_distance(key, &pos);
+                prop_assert!(d > thr, "within {thr} at {s} (found {found:?}): {d}");
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// The same on paths recorded by a [`History`], simplified to within its deviation of
+        /// the motion: sampled on the motion itself, the pair is never within the threshold
+        /// before the reported time.
+        #[test]
+        fn never_misses_a_pair_on_simplified_paths(
+            start in prop::array::uniform4(vec3()),
+            base in prop::array::uniform4(vec3()),
+            jitter in prop::array::uniform4(prop::collection::vec(
+                (0.0..1.0f64, vec3().prop_map(|v| 0.05 * v)), 1..200)),
+            edge_edge in any::<bool>(),
+            thr in 0.05..0.5f64,
+        ) {
+            // Each vertex drifts at up to 2 cm/s, jittered at every kick.
+            let kicks: [Vec<(f64, DVec3)>; 4] = std::array::from_fn(|j| {
+                jitter[j].iter().map(|&(t, dv)| (t, 2.0 * base[j] + dv)).collect()
+            });
+            let m = Motion::new(start, kicks);
+            let truth = m.paths();
+            let mut state = VertexState {
+                x: start.to_vec(),
+                t: vec![0.0; 4],
+                v: truth.iter().map(|p| p.v[0]).collect(),
+                mass: vec![1.0; 4],
+                inv_mass: vec![1.0; 4],
+                kind: vec![VertexKind::Free; 4],
+            };
+            let mut history = History::new(1e-3);
+            history.begin(&state, 0.0);
+            let mut order: Vec<(f64, u32, DVec3)> = (0..4u32)
+                .flat_map(|j| {
+                    let p = &truth[j as usize];
+                    (1..p.time.len()).map(move |k| (p.time[k], j, p.v[k]))
+                })
+                .collect();
+            order.sort_by(|a, b| a.0.total_cmp(&b.0));
+            for (t, j, v) in order {
+                let i = j as usize;
+                state.apply_impulse(i, t, v - state.v[i]);
+                history.record(&state, &[j]);
+            }
+            history.seal(&state, 1.0).unwrap();
+            history.select(&[0, 1, 2, 3]);
+            let paths: Paths<'_> = std::array::from_fn(|j| history.path(j as u32));
+            let key = if edge_edge { PairKey::EdgeEdge(0, 1) } else { PairKey::VertexTriangle(0, 0) };
+            let found = first_within(key, &paths, (0.0, 1.0, true), thr);
+            let end = found.unwrap_or(1.0);
+            for i in 0..=20_000 {
+                let s = end * f64::from(i) / 20_000.0;
+                if found.is_some() && s >= end {
+                    break;
+                }
+                let pos = std::array::from_fn(|j| truth[j].at(truth[j].segment_at(s), s));
                 let d = feature_distance(key, &pos);
                 prop_assert!(d > thr, "within {thr} at {s} (found {found:?}): {d}");
             }

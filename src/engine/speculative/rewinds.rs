@@ -55,12 +55,12 @@ impl Rewinds {
     pub(super) fn save(
         &mut self,
         sim: &Simulation,
-        history: &History,
+        history: &mut History,
         processed: Option<Processed>,
     ) {
         let saved = &mut self.saved[self.valid];
         saved.checkpoint.save(sim);
-        saved.history = history.len();
+        saved.history = history.mark(&sim.state, self.marks[self.valid]);
         saved.processed = processed;
         self.valid += 1;
     }
@@ -76,7 +76,7 @@ impl Rewinds {
         let j = self.marks[..self.valid].partition_point(|&m| m <= t).max(1) - 1;
         let saved = &self.saved[j];
         saved.checkpoint.restore(sim);
-        history.rewind(saved.history, &sim.state);
+        history.rewind(saved.history, &sim.state, self.marks[j]);
         self.valid = j + 1;
         (self.marks[j], saved.processed)
     }
