@@ -399,7 +399,8 @@ impl Speculative {
                 (key, Timeline { start, changes })
             })
             .collect();
-        let found = self.detector.violations(&self.history, &schedule, &keys);
+        let found =
+            (self.detector).violations(&self.history, &schedule, &sim.state.inv_mass, &keys);
         if found.is_empty() && sim.audit {
             let (start, end) = self.history.span();
             self.detector

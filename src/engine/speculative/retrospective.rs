@@ -23,8 +23,8 @@
 //! piece) is reported. A report may come early, never late: an early layer only adds ticks.
 //! The pair's active layers change in the window (a layer switched on, a layer left), so the
 //! threshold is the next layer's over each span between changes. Past the first find the same
-//! path is searched for the deeper layers' distances too, and before it for twice the found
-//! layer's, which is when the layer is switched on: both save runs of the window, and neither
+//! path is searched for the deeper layers' distances too, down to the layer where the layers
+//! would hold the pair's kinetic energy of approach, and before it for twice the found layer's, which is when the layer is switched on: both save runs of the window, and neither
 //! changes the motion, as a layer applies nothing to a pair beyond its thickness. The recorded
 //! paths are simplified to within a deviation of the paths taken ([`History`]), so every
 //! distance looked for, the audit's included, is widened by the deviations of the pair's two
@@ -72,6 +72,13 @@ const LOOSE: f64 = 2.0;
 /// pair that comes in fast needs several, and each one found in the same check saves a run of
 /// the window (the layer above it would have to act first for the next check to find it).
 const LOOKAHEAD_LAYERS: u32 = 1;
+
+/// [`stopping_layer`] asks the layers to store this many times a pair's kinetic energy of
+/// approach: the clocks tick discretely, so a pair may go deeper than the energies say.
+const STOP_MARGIN: f64 = 1.0;
+
+/// Layers past a pair's active ones that [`stopping_layer`] looks at, at most.
+const DEEPEST_LOOKAHEAD: u32 = 64;
 
 /// A layer found needed is switched on when its pair first came within this many times its
 /// activation distance on the recorded path: a run with more layers on moves the pair, and
@@ -366,6 +373,7 @@ impl Retrospective {
         &self,
         history: &History,
         schedule: &LayerSchedule,
+        inv_mass: &[f64],
         keys: &[(PairKey, Timeline<'_>)],
     ) -> Vec<Violation> {
         let span = history.span();
@@ -374,9 +382,14 @@ impl Retrospective {
             .with_min_len(PAR_PAIRS)
             .map(|&(key, timeline)| {
                 let paths = self.paths(history, key);
+                let pair = Pair {
+                    key,
+                    paths: &paths,
+                    inv_mass: self.key_vertices(key).map(|v| inv_mass[v as usize]),
+                };
                 timeline
                     .spans(span, |from, to, last, active| {
-                        let found = needed_layers(key, &paths, (from, to, last), active, schedule);
+                        let found = needed_layers(&pair, (from, to, last), active, schedule);
                         (!found.is_empty()).then_some(found)
                     })
                     .unwrap_or_default()
@@ -598,19 +611,29 @@ pub(super) fn first_within(
     }
 }
 
-/// The layers past `active` that pair `key` on `paths` needs over `[from, to]` (`last`: as in
-/// [`first_within`]): the next one if the pair came within its activation distance, then each
-/// deeper one, up to [`LOOKAHEAD_LAYERS`] more, that it came within after that.
-fn needed_layers(
+/// A feature pair as the narrow phase sees it: its key, its four paths and its vertices'
+/// inverse masses.
+struct Pair<'a> {
     key: PairKey,
-    paths: &Paths<'_>,
+    paths: &'a Paths<'a>,
+    inv_mass: [f64; 4],
+}
+
+/// The layers past `active` that `pair` needs over `[from, to]` (`last`: as in
+/// [`first_within`]): the next one if the pair came within its activation distance, then each
+/// deeper one it came within after that, as deep as its approach may take it
+/// ([`stopping_layer`]) and at least [`LOOKAHEAD_LAYERS`] more.
+fn needed_layers(
+    pair: &Pair<'_>,
     (from, to, last): (f64, f64, bool),
     active: u32,
     schedule: &LayerSchedule,
 ) -> Vec<Violation> {
+    let (key, paths) = (pair.key, pair.paths);
     let mut found = Vec::new();
-    let mut after = from;
-    for layer in active + 1..=active + 1 + LOOKAHEAD_LAYERS {
+    let (mut after, mut deepest) = (from, active + 1 + LOOKAHEAD_LAYERS);
+    let mut layer = active + 1;
+    while layer <= deepest {
         let reach = ACTIVATION * schedule.eta(layer);
         let Some(time) = first_within(key, paths, (after, to, last), reach) else {
             break;
@@ -623,9 +646,59 @@ fn needed_layers(
             layer,
             switch_on,
         });
+        if layer == active + 1 {
+            deepest = deepest.max(stopping_layer(pair, time, active, schedule));
+        }
         after = time;
+        layer += 1;
     }
     found
+}
+
+/// The deepest layer `pair`, closing in at time `s` as recorded, may reach before the layers
+/// stop it: the first `l` such that the layers `1..=l` store [`STOP_MARGIN`] times the pair's
+/// kinetic energy of approach before it reaches `eta(l + 1)`, capped at [`DEEPEST_LOOKAHEAD`]
+/// past `active`. The approach is the rate the distance falls at `s`; its mass is the
+/// reduced mass of the two sides, each the sum of its vertices' masses (or infinite, with a
+/// fixed vertex), which is never less than the one the layers act on, so the estimate errs
+/// deep. A layer switched on that is not reached only ticks idle.
+fn stopping_layer(pair: &Pair<'_>, s: f64, active: u32, schedule: &LayerSchedule) -> u32 {
+    let (key, paths) = (pair.key, pair.paths);
+    let shallow = active + 1;
+    let k = paths.map(|p| p.segment_at(s));
+    let (pos, vel, _) = piece(paths, &k, s);
+    let d = feature_distance(key, &pos);
+    let rate = closing_rate(key, &vel);
+    if !(rate > 0.0 && d > 0.0) {
+        return shallow;
+    }
+    let dt = 1e-6 * d / rate;
+    let ahead = std::array::from_fn(|j| pos[j] + dt * vel[j]);
+    let approach = (d - feature_distance(key, &ahead)) / dt;
+    let side_inv = |r: std::ops::Range<usize>| {
+        let w = &pair.inv_mass[r];
+        if w.iter().any(|&w| w <= 0.0) {
+            0.0
+        } else {
+            1.0 / w.iter().map(|w| 1.0 / w).sum::<f64>()
+        }
+    };
+    let inv_mass = match key {
+        PairKey::VertexTriangle(..) => side_inv(0..1) + side_inv(1..4),
+        PairKey::EdgeEdge(..) => side_inv(0..2) + side_inv(2..4),
+    };
+    if !(approach > 0.0 && inv_mass > 0.0) {
+        return shallow;
+    }
+    let kinetic = STOP_MARGIN * 0.5 * approach * approach / inv_mass;
+    let stored = |l: u32, at: f64| -> f64 {
+        (1..=l)
+            .map(|j| schedule.energy(j, at) - schedule.energy(j, d))
+            .sum()
+    };
+    (shallow..active + DEEPEST_LOOKAHEAD)
+        .find(|&l| stored(l, schedule.eta(l + 1)) >= kinetic)
+        .unwrap_or(active + DEEPEST_LOOKAHEAD)
 }
 
 /// Whether pair `key` on `paths` provably stays at least `eta` apart over `[from, to]` (see
@@ -859,12 +932,13 @@ mod tests {
         }
     }
 
-    /// Vertex 0 falling at 1 cm/s onto the fixed triangle (1, 2, 3) 1 cm below it.
-    fn falling_vertex() -> Motion {
+    /// Vertex 0 falling at `speed` onto the fixed triangle (1, 2, 3) `speed` cm below it (so
+    /// that it crosses a distance `d` at `1 - d / speed`).
+    fn falling_vertex(speed: f64) -> Motion {
         Motion::new(
-            [DVec3::new(0.2, 1.0, 0.2), DVec3::ZERO, DVec3::X, DVec3::Z],
+            [DVec3::new(0.2, speed, 0.2), DVec3::ZERO, DVec3::X, DVec3::Z],
             [
-                vec![(0.0, -DVec3::Y)],
+                vec![(0.0, -speed * DVec3::Y)],
                 vec![(0.0, DVec3::ZERO)],
                 vec![(0.0, DVec3::ZERO)],
                 vec![(0.0, DVec3::ZERO)],
@@ -875,7 +949,7 @@ mod tests {
     #[test]
     fn a_head_on_approach_is_found_where_it_crosses() {
         // A vertex falling at 1 cm/s onto a triangle 1 cm below it: within 0.1 at t = 0.9.
-        let m = falling_vertex();
+        let m = falling_vertex(1.0);
         let key = PairKey::VertexTriangle(0, 0);
         let t = first_within(key, &m.paths(), (0.0, 2.0, true), 0.1).unwrap();
         assert!((t - 0.9).abs() < 1e-6, "{t}");
@@ -884,14 +958,25 @@ mod tests {
         assert!(stays_clear(key, &m.paths(), (0.0, 1.0), 0.1).is_err());
     }
 
+    /// `pair` of the falling vertex, free (unit mass) over a fixed triangle.
+    fn over_fixed_triangle<'a>(paths: &'a Paths<'a>) -> Pair<'a> {
+        Pair {
+            key: PairKey::VertexTriangle(0, 0),
+            paths,
+            inv_mass: [1.0, 0.0, 0.0, 0.0],
+        }
+    }
+
     #[test]
     fn a_deep_approach_needs_the_next_layer_and_the_one_after_each_switched_on_early() {
         // A vertex falling at 1 cm/s onto a triangle 1 cm below it, no layer active; the thesis
-        // law with eta1 = 0.1: eta(2) = 0.1 / 2^(1/4).
-        let m = falling_vertex();
-        let key = PairKey::VertexTriangle(0, 0);
+        // law with eta1 = 0.1: eta(2) = 0.1 / 2^(1/4). Layers 1 and 2 store its kinetic energy
+        // (0.5) before it reaches eta(3).
+        let (m, key) = (falling_vertex(1.0), PairKey::VertexTriangle(0, 0));
+        let paths = m.paths();
+        let pair = over_fixed_triangle(&paths);
         let schedule = LayerSchedule::new(0.1, 1000.0, LayerLaw::Thesis).unwrap();
-        let found = needed_layers(key, &m.paths(), (0.0, 2.0, true), 0, &schedule);
+        let found = needed_layers(&pair, (0.0, 2.0, true), 0, &schedule);
         assert_eq!(found.len(), 1 + LOOKAHEAD_LAYERS as usize);
         let crossing = |d: f64| 1.0 - d;
         for (v, layer) in found.iter().zip(1..) {
@@ -903,10 +988,40 @@ mod tests {
         assert!((found[0].switch_on - crossing(EARLY_REACH * 0.11)).abs() < 1e-6);
         assert_eq!(found[1].switch_on, found[0].time);
         // With layer 2 already active, only layer 3 (and 4) are looked for.
-        let deeper = needed_layers(key, &m.paths(), (0.0, 2.0, true), 2, &schedule);
+        let deeper = needed_layers(&pair, (0.0, 2.0, true), 2, &schedule);
         assert_eq!(deeper[0].layer, 3);
         // A pair that stays beyond every reach needs nothing.
-        let clear = needed_layers(key, &m.paths(), (0.0, 0.5, false), 0, &schedule);
+        let clear = needed_layers(&pair, (0.0, 0.5, false), 0, &schedule);
         assert!(clear.is_empty());
+    }
+
+    #[test]
+    fn a_fast_approach_needs_every_layer_down_to_where_the_layers_hold_its_energy() {
+        let schedule = LayerSchedule::new(0.1, 1000.0, LayerLaw::Thesis).unwrap();
+        let m = falling_vertex(10.0);
+        let paths = m.paths();
+        let found = needed_layers(&over_fixed_triangle(&paths), (0.0, 1.0, true), 0, &schedule);
+        let deepest = found.last().expect("found").layer;
+        assert_eq!(
+            found.iter().map(|v| v.layer).collect::<Vec<_>>(),
+            (1..=deepest).collect::<Vec<_>>()
+        );
+        // Layers 1..=l hold the energy of approach (0.5 * 10^2, times the margin) before eta(l + 1)
+        // for l = deepest, and not for the layer above it.
+        let held = |l: u32| -> f64 {
+            let from = ACTIVATION * schedule.eta(1);
+            (1..=l)
+                .map(|j| schedule.energy(j, schedule.eta(l + 1)) - schedule.energy(j, from))
+                .sum()
+        };
+        let kinetic = STOP_MARGIN * 0.5 * 10.0 * 10.0;
+        assert!(deepest > 2 && held(deepest) >= kinetic && held(deepest - 1) < kinetic);
+        // Between two fixed sides nothing is estimated: the next layer and the lookahead.
+        let fixed = Pair {
+            inv_mass: [0.0; 4],
+            ..over_fixed_triangle(&paths)
+        };
+        let found = needed_layers(&fixed, (0.0, 1.0, true), 0, &schedule);
+        assert_eq!(found.len(), 1 + LOOKAHEAD_LAYERS as usize);
     }
 }
