@@ -74,7 +74,8 @@ const LOOSE: f64 = 2.0;
 const LOOKAHEAD_LAYERS: u32 = 1;
 
 /// [`stopping_layer`] asks the layers to store this many times a pair's kinetic energy of
-/// approach: the clocks tick discretely, so a pair may go deeper than the energies say.
+/// approach. The mass it takes already errs deep; twice the energy switched on more idle deep
+/// layers than it saved runs of the window.
 const STOP_MARGIN: f64 = 1.0;
 
 /// Layers past a pair's active ones that [`stopping_layer`] looks at, at most.
