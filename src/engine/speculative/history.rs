@@ -30,8 +30,12 @@ use rayon::prelude::*;
 use crate::kds::kdop::{Dop18, PathFit};
 use crate::state::VertexState;
 
-/// Vertices per rayon task when a whole-mesh kick is recorded.
+/// Vertices per rayon task when every vertex is fitted or scanned.
 const PAR_MIN_LEN: usize = 4096;
+
+/// Vertices per rayon task, at least, when a whole-mesh kick is recorded: a kick comes every
+/// few microseconds on a small mesh, and the recording would otherwise be serial there.
+const PAR_MIN_KICKED: usize = 512;
 
 /// Rows per rayon task, at least, when the log is read per vertex range.
 const PAR_MIN_ROWS: usize = 1 << 16;
@@ -272,7 +276,7 @@ impl History {
         let chunk = state
             .len()
             .div_ceil(rayon::current_num_threads())
-            .max(PAR_MIN_LEN);
+            .max(PAR_MIN_KICKED);
         let tasks = state.len().div_ceil(chunk);
         self.scratch.resize_with(tasks, Rows::default);
         (self.open.par_chunks_mut(chunk))
