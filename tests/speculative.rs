@@ -114,6 +114,8 @@ fn the_two_schedulers_write_the_same_frames_of_a_ball_hitting_a_plate() {
     assert!(s.windows > 0 && s.rollbacks > 0);
     assert!(k.deepest_layer >= 2, "the impact reaches layer 2");
     assert!(s.deepest_layer >= k.deepest_layer);
+    assert!(k.deepest_acting_layer >= 2 && k.deepest_acting_layer <= k.deepest_layer);
+    assert_eq!(s.deepest_acting_layer, k.deepest_acting_layer);
     for audit in [&kds_audit, &spec_audit] {
         assert_eq!(audit.intersecting_pairs, 0, "{:?}", audit.first_bad);
     }
@@ -136,6 +138,8 @@ fn the_two_schedulers_agree_on_an_elastic_ball_hitting_a_plate() {
     assert!(s.windows > 0 && s.rollbacks > 0);
     assert!(k.deepest_layer >= 2, "the impact reaches layer 2");
     assert!(s.deepest_layer >= k.deepest_layer);
+    assert!(k.deepest_acting_layer >= 2 && k.deepest_acting_layer <= k.deepest_layer);
+    assert_eq!(s.deepest_acting_layer, k.deepest_acting_layer);
     assert!(
         (s.min_distance - k.min_distance).abs() <= 0.1 * k.min_distance,
         "closest approaches {} and {}",

@@ -59,6 +59,8 @@ pub(super) struct LayerTicks {
 pub(super) struct LayerStats {
     /// Deepest layer ever activated (0: none).
     pub(super) deepest_layer: u32,
+    /// Deepest layer that ever applied an impulse (0: none).
+    pub(super) deepest_acting_layer: u32,
     /// Super-events per layer (index 0 is layer 1).
     pub(super) penalty_events_per_layer: Vec<u64>,
     /// Pair impulses evaluated by those ticks, per layer.
@@ -238,6 +240,9 @@ impl LayerTicks {
         let outermost = self.schedule.eta1;
         for (m, result) in members.iter().zip(&impulses) {
             self.stats.min_distance = self.stats.min_distance.min(result.distance);
+            if result.impulses.iter().any(|&j| j != DVec3::ZERO) {
+                self.stats.deepest_acting_layer = self.stats.deepest_acting_layer.max(l);
+            }
             let verts = &pairs.verts[m.pair as usize][..m.key.vertex_count()];
             self.closure.record(m.pair, verts, result, eta, state, t);
             self.apply(state, verts, &result.impulses, t, &mut kicked);

@@ -61,8 +61,12 @@ const _: () = assert!(SPECULATIVE_LEAVE > ACTIVATION);
 /// Contact statistics for `stats.json`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct ContactStats {
-    /// Deepest penalty layer ever activated (0: none).
+    /// Deepest penalty layer ever activated (0: none). The speculative scheduler switches
+    /// layers on early, so it counts some that never acted.
     pub deepest_layer: u32,
+    /// Deepest penalty layer that ever applied an impulse (0: none): the same under both
+    /// schedulers where their frames are.
+    pub deepest_acting_layer: u32,
     /// Penalty super-events (one tick of one layer) per layer (index 0 is layer 1).
     pub penalty_events_per_layer: Vec<u64>,
     /// Pair impulses evaluated by those ticks, per layer.
@@ -902,6 +906,7 @@ impl Contact {
             retimes: c.retimes,
             parked: c.parked,
             deepest_layer: l.deepest_layer,
+            deepest_acting_layer: l.deepest_acting_layer,
             penalty_events_per_layer: l.penalty_events_per_layer.clone(),
             penalty_pair_ticks_per_layer: l.penalty_pair_ticks_per_layer.clone(),
             activations_per_layer: l.activations_per_layer.clone(),
