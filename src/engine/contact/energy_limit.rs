@@ -2,11 +2,12 @@
 //!
 //! A pair switching on layer `l` at distance `d` holds `sum_{k < l} V_k(d)` in the layers
 //! already active (checked at `d` no farther than the activation distance `1.1 eta(l)`, where
-//! the layer is needed: a speculative window switches layers on farther out). Energy is conserved by the method up to its per-impact error (damping and
-//! drag only remove it), so no pair can hold more than the energy the scene has had: its
-//! energy at the start (kinetic, elastic, gravitational) plus the work gravity has done since,
-//! `E(0) + sum_i m_i g . x_i(t)` over the free vertices, plus what an embedding program put in
-//! through `Simulation::set_velocity`. A pair holding more than [`HEADROOM`] times that means
+//! the layer is needed: a speculative window switches layers on farther out). Energy is
+//! conserved by the method up to its per-impact error (damping and drag only remove it), so
+//! no pair can hold more than the energy the scene has had: its energy at the start (kinetic,
+//! elastic, gravitational) plus the work gravity has done since, `E(0) + sum_i m_i g . x_i(t)`
+//! over the free vertices, plus what an embedding program put in through
+//! `Simulation::set_velocity`. A pair holding more than [`HEADROOM`] times that means
 //! the energy has run away (README, known limitations): the run stops with
 //! [`RunError::EnergyRunaway`] instead of taking ever finer layer clocks until it stalls.
 //!

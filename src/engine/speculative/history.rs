@@ -240,9 +240,10 @@ impl History {
     pub(super) fn begin(&mut self, state: &VertexState, start: f64) {
         self.start = start;
         self.end = start;
-        state.positions_at(start, &mut self.x0);
         self.log.truncate(0);
         self.open_all(state, start);
+        self.x0.clear();
+        self.x0.extend(self.open.iter().map(|o| o.x));
     }
 
     /// Opens every vertex's segment at its exact position at `time`.

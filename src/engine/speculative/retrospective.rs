@@ -24,8 +24,9 @@
 //! The pair's active layers change in the window (a layer switched on, a layer left), so the
 //! threshold is the next layer's over each span between changes. Past the first find the same
 //! path is searched for the deeper layers' distances too, down to the layer where the layers
-//! would hold the pair's kinetic energy of approach, and before it for twice the found layer's, which is when the layer is switched on: both save runs of the window, and neither
-//! changes the motion, as a layer applies nothing to a pair beyond its thickness. The recorded
+//! would hold the pair's kinetic energy of approach, and before it for twice the found layer's,
+//! which is when the layer is switched on: both save runs of the window, and neither changes
+//! the motion, as a layer applies nothing to a pair beyond its thickness. The recorded
 //! paths are simplified to within a deviation of the paths taken ([`History`]), so every
 //! distance looked for, the audit's included, is widened by the deviations of the pair's two
 //! sides, and every vertex volume by its own.
@@ -40,7 +41,7 @@ use rayon::prelude::*;
 
 use super::history::{History, Path};
 use crate::contact::layers::LayerSchedule;
-use crate::contact::PairKey;
+use crate::contact::{ContactKey, PairKey};
 use crate::engine::contact::{feature_distance, LayerChange, ACTIVATION};
 use crate::kds::bvh::Bvh;
 use crate::kds::kdop::{Dop18, Volume, TOLERANCE};
@@ -220,10 +221,7 @@ impl Retrospective {
         // filtered by its own sides.
         let mut near = |k: PairKey| {
             let v = leaves.key_vertices(k);
-            let (p, q) = match k {
-                PairKey::VertexTriangle(..) => (&v[..1], &v[1..]),
-                PairKey::EdgeEdge(..) => (&v[..2], &v[2..]),
-            };
+            let (p, q) = sides(k, &v);
             if Ends::unions_meet(&self.vertex_ends, p, q) {
                 found(k);
             }
@@ -368,8 +366,9 @@ impl Retrospective {
 
     /// For each of `keys` (with its timeline), the first time it came within the activation
     /// distance of the layer after its active ones, if it did, and the first times it came
-    /// within those of up to [`LOOKAHEAD_LAYERS`] deeper layers after that on the same span:
-    /// computed on the thread pool, returned in `keys` order, each pair's by layer.
+    /// within those of the deeper layers it needs after that on the same span
+    /// ([`needed_layers`]; `inv_mass` per vertex): computed on the thread pool, returned in
+    /// `keys` order, each pair's by layer.
     pub(super) fn violations(
         &self,
         history: &History,
@@ -532,13 +531,16 @@ fn closing_rate(key: PairKey, v: &[DVec3; 4]) -> f64 {
     side_sum(key, &v.map(|v| (v - w).length()))
 }
 
+/// The two sides of pair `key`'s per-vertex values `x` (its vertex or edge first).
+fn sides<T>(key: PairKey, x: &[T; 4]) -> (&[T], &[T]) {
+    x.split_at(ContactKey::Feature(key).a_count())
+}
+
 /// The largest of `speed` on each side of pair `key`, summed.
 fn side_sum(key: PairKey, speed: &[f64; 4]) -> f64 {
-    let most = |r: std::ops::Range<usize>| speed[r].iter().copied().fold(0.0, f64::max);
-    match key {
-        PairKey::VertexTriangle(..) => most(0..1) + most(1..4),
-        PairKey::EdgeEdge(..) => most(0..2) + most(2..4),
-    }
+    let most = |side: &[f64]| side.iter().copied().fold(0.0, f64::max);
+    let (a, b) = sides(key, speed);
+    most(a) + most(b)
 }
 
 /// The four paths' positions and velocities at `x` on segments `k`, and the next break.
@@ -676,18 +678,15 @@ fn stopping_layer(pair: &Pair<'_>, s: f64, active: u32, schedule: &LayerSchedule
     let dt = 1e-6 * d / rate;
     let ahead = std::array::from_fn(|j| pos[j] + dt * vel[j]);
     let approach = (d - feature_distance(key, &ahead)) / dt;
-    let side_inv = |r: std::ops::Range<usize>| {
-        let w = &pair.inv_mass[r];
+    let side_inv = |w: &[f64]| {
         if w.iter().any(|&w| w <= 0.0) {
             0.0
         } else {
             1.0 / w.iter().map(|w| 1.0 / w).sum::<f64>()
         }
     };
-    let inv_mass = match key {
-        PairKey::VertexTriangle(..) => side_inv(0..1) + side_inv(1..4),
-        PairKey::EdgeEdge(..) => side_inv(0..2) + side_inv(2..4),
-    };
+    let (a, b) = sides(key, &pair.inv_mass);
+    let inv_mass = side_inv(a) + side_inv(b);
     if !(approach > 0.0 && inv_mass > 0.0) {
         return shallow;
     }
@@ -800,6 +799,28 @@ mod tests {
         }
     }
 
+    /// Samples pair `key` on `paths` densely over `[0, 1]`, or up to (not at) `found`: it is
+    /// never within `thr`.
+    fn clear_before(
+        key: PairKey,
+        paths: &Paths<'_>,
+        found: Option<f64>,
+        thr: f64,
+    ) -> Result<(), TestCaseError> {
+        let end = found.unwrap_or(1.0);
+        let samples = 20_000;
+        for i in 0..=samples {
+            let s = end * f64::from(i) / f64::from(samples);
+            if found.is_some() && s >= end {
+                break;
+            }
+            let pos = std::array::from_fn(|j| paths[j].at(paths[j].segment_at(s), s));
+            let d = feature_distance(key, &pos);
+            prop_assert!(d > thr, "within {thr} at {s} (found {found:?}): {d}");
+        }
+        Ok(())
+    }
+
     fn vec3() -> impl Strategy<Value = DVec3> {
         (-1.0..1.0f64, -1.0..1.0f64, -1.0..1.0f64).prop_map(|(x, y, z)| DVec3::new(x, y, z))
     }
@@ -824,17 +845,7 @@ mod tests {
             let paths = m.paths();
             let key = if edge_edge { PairKey::EdgeEdge(0, 1) } else { PairKey::VertexTriangle(0, 0) };
             let found = first_within(key, &paths, (0.0, 1.0, true), thr);
-            let end = found.unwrap_or(1.0);
-            let samples = 20_000;
-            for i in 0..=samples {
-                let s = end * f64::from(i) / f64::from(samples);
-                if found.is_some() && s >= end {
-                    break;
-                }
-                let pos = std::array::from_fn(|j| paths[j].at(paths[j].segment_at(s), s));
-                let d = feature_distance(key, &pos);
-                prop_assert!(d > thr, "within {thr} at {s} (found {found:?}): {d}");
-            }
+            clear_before(key, &paths, found, thr)?;
         }
     }
 
@@ -886,16 +897,7 @@ mod tests {
             let paths: Paths<'_> = std::array::from_fn(|j| history.path(j as u32));
             let key = if edge_edge { PairKey::EdgeEdge(0, 1) } else { PairKey::VertexTriangle(0, 0) };
             let found = first_within(key, &paths, (0.0, 1.0, true), thr);
-            let end = found.unwrap_or(1.0);
-            for i in 0..=20_000 {
-                let s = end * f64::from(i) / 20_000.0;
-                if found.is_some() && s >= end {
-                    break;
-                }
-                let pos = std::array::from_fn(|j| truth[j].at(truth[j].segment_at(s), s));
-                let d = feature_distance(key, &pos);
-                prop_assert!(d > thr, "within {thr} at {s} (found {found:?}): {d}");
-            }
+            clear_before(key, &truth, found, thr)?;
         }
     }
 
