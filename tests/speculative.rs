@@ -267,3 +267,41 @@ fn a_speculative_run_never_hands_on_an_intersecting_frame() {
         Err(e) => panic!("{e}"),
     }
 }
+
+#[test]
+fn a_run_checked_part_of_the_way_writes_the_kds_frames() {
+    // Two 60 x 60 sheets on nails: the cloth's ticks kick every vertex hundreds of times a
+    // window, far more than a check costs, so runs are checked part of the way (a probe) before
+    // they go on to the window's end. The layers found then are switched on as any others, so
+    // the frames stay the KDS's, bit for bit.
+    let run = |scheduler: &str| {
+        let sets: Vec<String> = [
+            "scene.duration=0.1".to_string(),
+            "object.lower.mesh.nx=60".into(),
+            "object.lower.mesh.ny=60".into(),
+            "object.upper.mesh.nx=60".into(),
+            "object.upper.mesh.ny=60".into(),
+            format!("contact.scheduler={scheduler}"),
+        ]
+        .to_vec();
+        let scene = profile::load(&profiles_dir().join("sheets_nails_drape.toml"), &sets).unwrap();
+        let mut sim = Simulation::new(&scene).unwrap();
+        sim.set_audit(true);
+        let mut frames = Positions(Vec::new(), Audited(AuditReport::default()));
+        sim.run_until(scene.duration, &mut frames)
+            .expect("the run passes the audit");
+        let audit = &frames.1 .0;
+        assert_eq!(audit.intersecting_pairs, 0, "{:?}", audit.first_bad);
+        (contact(&sim), frames.0)
+    };
+    let (kds, kds_frames) = run("kds");
+    let (spec, spec_frames) = run("speculative");
+    assert_eq!(kds.probes, 0, "the KDS runs no windows");
+    assert!(spec.probes >= 1, "no run was probed: {spec:?}");
+    assert!(spec.rollbacks >= 1, "no window rolled back: {spec:?}");
+    assert_eq!(kds_frames.len(), 3);
+    assert!(
+        kds_frames == spec_frames,
+        "the schedulers wrote different frames"
+    );
+}

@@ -102,6 +102,9 @@ pub struct ContactStats {
     pub windows: u64,
     /// Times a speculative window was run again with more layers on.
     pub rollbacks: u64,
+    /// Checks of a speculative run part of the way through its window, where the rest of the
+    /// run was expected to cost well more than a check.
+    pub probes: u64,
 }
 
 /// Contact state and its events (see the module docs).
@@ -139,8 +142,8 @@ pub(super) struct Contact {
     /// are switched on by [`Self::switch_on_speculatively`], and every change of a pair's
     /// layers and every vertex a layer tick kicks is logged for the window's check.
     speculative: Option<SpeculativeLog>,
-    /// Speculative windows committed and rolled back (not part of a checkpoint).
-    windows: (u64, u64),
+    /// Speculative windows committed, rolled back and probed (not part of a checkpoint).
+    windows: (u64, u64, u64),
 }
 
 /// What a speculative window needs to know about the layers' part in it (see
@@ -299,7 +302,7 @@ impl Contact {
                 ..ContactStats::default()
             },
             speculative: setup.speculative.then(SpeculativeLog::default),
-            windows: (0, 0),
+            windows: (0, 0, 0),
         };
         let mut found = Vec::new();
         contact
@@ -857,10 +860,12 @@ impl Contact {
         }
     }
 
-    /// Counts a committed speculative window that was run again `rollbacks` times.
-    pub(super) fn count_window(&mut self, rollbacks: u64) {
+    /// Counts a committed speculative window that was run again `rollbacks` times and checked
+    /// part of the way `probes` times.
+    pub(super) fn count_window(&mut self, rollbacks: u64, probes: u64) {
         self.windows.0 += 1;
         self.windows.1 += rollbacks;
+        self.windows.2 += probes;
     }
 
     /// With the work closure on, follows the ticks of `forces` (each force event's clock and
@@ -913,6 +918,7 @@ impl Contact {
             min_distance: self.stats.min_distance.min(l.min_distance),
             windows: self.windows.0,
             rollbacks: self.windows.1,
+            probes: self.windows.2,
             ..self.stats.clone()
         }
     }

@@ -57,6 +57,10 @@ pub(super) struct History {
     x0: Vec<DVec3>,
     /// The log of closed segments, in event order.
     log: Rows,
+    /// Vertex kicks recorded since [`take_kicks`](Self::take_kicks) last read them.
+    kicks: u64,
+    /// The log's length before [`seal`](Self::seal) added each vertex's last row.
+    unsealed: usize,
     /// After [`seal`](Self::seal): each vertex's path fit.
     fits: Vec<PathFit<AXES>>,
     /// After [`select`](Self::select): vertex `i`'s segments are `offset[i]..offset[i + 1]`
@@ -257,6 +261,7 @@ impl History {
     /// Records the velocity changes of `vertices` (a kick's stencil) made by the event just
     /// processed.
     pub(super) fn record(&mut self, state: &VertexState, vertices: &[u32]) {
+        self.kicks += vertices.len() as u64;
         let tol = self.tolerance();
         for &i in vertices {
             let k = i as usize;
@@ -273,6 +278,7 @@ impl History {
     /// Records the velocity changes of every vertex (a whole-mesh kick), on the thread pool;
     /// each task's rows are logged in vertex order.
     pub(super) fn record_all(&mut self, state: &VertexState) {
+        self.kicks += state.len() as u64;
         let tol = self.tolerance();
         let chunk = state
             .len()
@@ -323,7 +329,7 @@ impl History {
         if let Some(i) = (0..state.len()).find(|&i| state.v[i] != self.open[i].v) {
             return Err(i as u32);
         }
-        self.mark(state, end);
+        self.unsealed = self.mark(state, end);
         // A last row for each vertex, from the end on, so that every path has one.
         for (i, open) in self.open.iter().enumerate() {
             self.log.push(i as u32, end, open.x, open.v);
@@ -350,6 +356,17 @@ impl History {
             }
         });
         Ok(())
+    }
+
+    /// The vertex kicks recorded since the last call: the work the run did.
+    pub(super) fn take_kicks(&mut self) -> u64 {
+        std::mem::take(&mut self.kicks)
+    }
+
+    /// Goes on recording after a [`seal`](Self::seal) that ended a look at the window so far:
+    /// drops the rows it added past the paths (each segment is open from the seal's time).
+    pub(super) fn unseal(&mut self) {
+        self.log.truncate(self.unsealed);
     }
 
     /// How many tasks a pass over the log per vertex range is cut into: one a thread, each with
@@ -567,6 +584,32 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_look_at_the_window_so_far_leaves_the_rows_as_one_seal_at_the_end() {
+        let run = |probe: Option<f64>| {
+            let mut state = two_vertices();
+            state.v[0] = DVec3::ZERO;
+            let mut h = History::new(1e-3);
+            h.begin(&state, 0.0);
+            fall(&mut h, &mut state, 0..400);
+            if let Some(t) = probe {
+                h.mark(&state, t);
+                h.seal(&state, t).unwrap();
+                h.select(&[0]);
+                // The paths so far end at the probe.
+                assert_eq!(h.path(0).time.last(), Some(&t));
+                h.unseal();
+            } else {
+                h.mark(&state, 0.4005);
+            }
+            fall(&mut h, &mut state, 400..999);
+            assert_eq!(h.take_kicks(), 999);
+            h.seal(&state, 1.0).unwrap();
+            (h.log.time.clone(), h.log.x.clone(), h.log.v.clone())
+        };
+        assert_eq!(run(Some(0.4005)), run(None));
     }
 
     #[test]

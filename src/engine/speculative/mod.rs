@@ -18,6 +18,11 @@
 //!    layer is never switched on inside itself: the next check finds such a pair again,
 //!    earlier. Otherwise commit.
 //!
+//! Finds cluster near the start of a run: a contact that opens as the window starts, or pairs
+//! whose neighbours' layers just acted after a rollback. Where the rest of a run is expected
+//! to cost far more than a check, the run is first checked part of the way, two marks after
+//! it starts (a probe), and goes on to the window's end only if that comes clean.
+//!
 //! Every run of a window costs as much as the first, so layers are switched on generously:
 //! each at the time its pair first came within twice the activation distance on the recorded
 //! path, a deeper one too where the recorded path reached it, and a layer is only left once
@@ -77,6 +82,12 @@ const SHORTEST_WINDOW: f64 = 1e-6;
 /// path with a row per many kicks.
 const PATH_DEVIATION: f64 = 1e-3;
 
+/// A run is checked on its way to the window's end ([`Rewinds::probe`]) only when what is
+/// left of it after the probe is expected to cost at least this many kicks of every vertex. A
+/// check costs about as much as 50 to 250 such kicks (measured on the benchmark scenes), and a
+/// probe finds a layer needed before it in about a third of the runs it stops.
+const PROBE_WORTH: f64 = 400.0;
+
 /// The broad phase's reach beyond the first layer's activation distance (a relative margin for
 /// the rounding of the volumes).
 const REACH_MARGIN: f64 = 1.01;
@@ -90,6 +101,9 @@ pub(super) struct Speculative {
     longest: f64,
     /// Time up to which everything is committed: the next window's start.
     committed: f64,
+    /// Vertex kicks per simulated second in the last run of a window: what the rest of a run
+    /// is expected to cost.
+    kick_rate: f64,
     /// Frames handed to the sink so far (a window run again does not hand them out twice).
     frames_emitted: u64,
     history: History,
@@ -114,6 +128,7 @@ impl Speculative {
             length: FIRST_WINDOW * frame_interval,
             longest: frame_interval,
             committed: 0.0,
+            kick_rate: 0.0,
             frames_emitted: 0,
             history: History::new(PATH_DEVIATION * contact.schedule().eta(1)),
             detector: Retrospective::new(edges.to_vec(), triangles.to_vec(), vertices),
@@ -191,12 +206,30 @@ impl Speculative {
         }
         self.rewinds.begin(start, end);
         self.pending.clear();
-        let (mut rollbacks, mut next, mut processed) = (0, 0, None);
+        let (mut rollbacks, mut probes, mut next, mut processed) = (0, 0, 0, None);
+        let vertices = sim.state.len();
+        let mut probe = if last {
+            None
+        } else {
+            self.probe(end, vertices)
+        };
+        let mut from = start;
         loop {
-            processed = self.run(sim, (end, last), (next, processed), sink)?;
+            let stop = probe.map_or((end, last), |p| (p, false));
+            processed = self.run(sim, stop, probe.is_some(), (next, processed), sink)?;
+            probes += u64::from(probe.is_some());
+            let kicks = self.history.take_kicks();
+            if stop.0 > from {
+                self.kick_rate = kicks as f64 / (stop.0 - from);
+            }
+            from = stop.0;
             let found = self.detect(sim)?;
             if found.is_empty() {
-                break;
+                if probe.take().is_none() {
+                    break;
+                }
+                self.history.unseal();
+                continue;
             }
             rollbacks += 1;
             if rollbacks > MAX_ROLLBACKS {
@@ -228,13 +261,15 @@ impl Speculative {
             });
             self.pending.dedup();
             next = self.pending.partition_point(|p| p.switch_on < resume);
+            probe = self.probe(end, vertices);
+            from = resume;
         }
         let contact = sim.contact.as_mut().expect("contact is on");
         contact.drop_inactive(&mut Scheduler {
             table: &mut sim.events,
             queue: &mut sim.queue,
         });
-        contact.count_window(rollbacks);
+        contact.count_window(rollbacks, probes);
         self.committed = end;
         self.length = if rollbacks <= CALM_ROLLBACKS {
             (GROWTH * self.length).min(self.longest)
@@ -244,14 +279,25 @@ impl Speculative {
         Ok(processed)
     }
 
+    /// Where the run about to start is checked first, if it is worth it: the mark
+    /// [`Rewinds::probe`] names, when the run's rest from there to `end` is expected to cost at
+    /// least [`PROBE_WORTH`] kicks of each of the `vertices`.
+    fn probe(&self, end: f64, vertices: usize) -> Option<f64> {
+        (self.rewinds.probe())
+            .filter(|&p| self.kick_rate * (end - p) >= PROBE_WORTH * vertices as f64)
+    }
+
     /// Processes the window's events (before `end`, or up to it if `last`) from where the last
     /// run or rollback left it, switching on the pending layers from `pending[next]` at their
-    /// times, saving the marks it passes, and records the paths. Returns the window's last
-    /// event (`processed` if it processes none).
+    /// times, saving the marks it passes, and records the paths. A `probe` stops at `end` for
+    /// a check of the window so far (a layer due at `end` is left to the run that goes on);
+    /// otherwise `end` is the window's. Returns the window's last event (`processed` if it
+    /// processes none).
     fn run(
         &mut self,
         sim: &mut Simulation,
         (end, last): (f64, bool),
+        probe: bool,
         (mut next, mut processed): (usize, Option<Processed>),
         sink: &mut dyn FrameSink,
     ) -> Result<Option<Processed>, RunError> {
@@ -260,7 +306,7 @@ impl Speculative {
                 .queue
                 .peek()
                 .filter(|&(_, t)| t < end || (last && t <= end));
-            let horizon = due.map_or(f64::INFINITY, |(_, t)| t);
+            let horizon = due.map_or(if probe { end } else { f64::INFINITY }, |(_, t)| t);
             let switch_on = self
                 .pending
                 .get(next)
