@@ -270,10 +270,11 @@ fn a_speculative_run_never_hands_on_an_intersecting_frame() {
 
 #[test]
 fn a_run_checked_part_of_the_way_writes_the_kds_frames() {
-    // Two 60 x 60 sheets on nails: the cloth's ticks kick every vertex hundreds of times a
-    // window, far more than a check costs, so runs are checked part of the way (a probe) before
-    // they go on to the window's end. The layers found then are switched on as any others, so
-    // the frames stay the KDS's, bit for bit.
+    // Two 60 x 60 sheets on nails: runs stop part of the way for a glance at the last whole
+    // check's candidates, and the cloth's ticks kick every vertex hundreds of times a window,
+    // far more than a check costs, so also for a whole check (a probe) before they go on to
+    // the window's end. The layers found then are switched on as any others, so the frames
+    // stay the KDS's, bit for bit.
     let run = |scheduler: &str| {
         let sets: Vec<String> = [
             "scene.duration=0.1".to_string(),

@@ -102,8 +102,9 @@ pub struct ContactStats {
     pub windows: u64,
     /// Times a speculative window was run again with more layers on.
     pub rollbacks: u64,
-    /// Checks of a speculative run part of the way through its window, where the rest of the
-    /// run was expected to cost well more than a check.
+    /// Checks of a speculative run part of the way through its window: glances at the last
+    /// whole check's candidate pairs, and whole checks where the rest of the run was expected
+    /// to cost far more than one.
     pub probes: u64,
 }
 

@@ -61,7 +61,7 @@ pub(super) struct History {
     kicks: u64,
     /// The log's length before [`seal`](Self::seal) added each vertex's last row.
     unsealed: usize,
-    /// After [`seal`](Self::seal): each vertex's path fit.
+    /// After [`fit_volumes`](Self::fit_volumes): each vertex's path fit.
     fits: Vec<PathFit<AXES>>,
     /// After [`select`](Self::select): vertex `i`'s segments are `offset[i]..offset[i + 1]`
     /// (none if not selected), each a start time, the position then and the velocity from
@@ -321,9 +321,9 @@ impl History {
         self.open_all(state, time);
     }
 
-    /// Ends the window at `end` and fits every vertex's path. The first vertex whose velocity
-    /// changed without being recorded is an error: its recorded path would not be the one it
-    /// took.
+    /// Ends every recorded path at `end` (the window's, or a probe's part of the way), each
+    /// with a last row from there on. The first vertex whose velocity changed without being
+    /// recorded is an error: its recorded path would not be the one it took.
     pub(super) fn seal(&mut self, state: &VertexState, end: f64) -> Result<(), u32> {
         self.end = end;
         if let Some(i) = (0..state.len()).find(|&i| state.v[i] != self.open[i].v) {
@@ -334,6 +334,13 @@ impl History {
         for (i, open) in self.open.iter().enumerate() {
             self.log.push(i as u32, end, open.x, open.v);
         }
+        Ok(())
+    }
+
+    /// Fits every vertex's volume to its path over the window so far (after
+    /// [`seal`](Self::seal)), in one pass over the log.
+    pub(super) fn fit_volumes(&mut self, state: &VertexState) {
+        let end = self.end;
         let (span, x0) = ((self.start, end), &self.x0);
         self.fits.clear();
         self.fits.par_extend(
@@ -355,7 +362,6 @@ impl History {
                 }
             }
         });
-        Ok(())
     }
 
     /// The vertex kicks recorded since the last call: the work the run did.
@@ -376,7 +382,7 @@ impl History {
     }
 
     /// A volume over the window holding vertex `i`'s path taken, grown by `pad` (after
-    /// [`seal`](Self::seal)).
+    /// [`fit_volumes`](Self::fit_volumes)).
     pub(super) fn volume(&self, i: u32, pad: f64) -> Dop18 {
         self.fits[i as usize].volume(pad + self.deviation)
     }
@@ -622,6 +628,7 @@ mod tests {
         state.apply_impulse(0, 2.0, DVec3::new(0.0, -6.0, 1.0));
         h.record(&state, &[0]);
         h.seal(&state, 3.0).unwrap();
+        h.fit_volumes(&state);
         h.select(&[0]);
         let (p, vol) = (h.path(0), h.volume(0, 0.0));
         let other = |at: DVec3| Dop18::fit(&[at], &[at], 0.0, 3.0, 0.0);

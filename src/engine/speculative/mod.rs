@@ -18,10 +18,16 @@
 //!    layer is never switched on inside itself: the next check finds such a pair again,
 //!    earlier. Otherwise commit.
 //!
-//! Finds cluster near the start of a run: a contact that opens as the window starts, or pairs
-//! whose neighbours' layers just acted after a rollback. Where the rest of a run is expected
-//! to cost far more than a check, the run is first checked part of the way, two marks after
-//! it starts (a probe), and goes on to the window's end only if that comes clean.
+//! Finds cluster near the start of a run: pairs in lasting contact that reach their next
+//! layer as the window starts, contacts opening, pairs whose neighbours' layers just acted
+//! after a rollback. So a run stops part of the way to be checked before it goes on:
+//! - one mark after its start, for a glance: the narrow phase alone, over the candidate pairs
+//!   of the last whole check (a fraction of a whole check's cost);
+//! - two marks after its start, for a whole check (a probe), where the rest of the run is
+//!   expected to cost far more than a check ([`PROBE_WORTH`]).
+//!
+//! A find rolls back as at the window's end; a clean stop seals nothing for good, and the run
+//! goes on recording from there.
 //!
 //! Every run of a window costs as much as the first, so layers are switched on generously:
 //! each at the time its pair first came within twice the activation distance on the recorded
@@ -61,8 +67,9 @@ use crate::profile::zone;
 /// The first window, as a fraction of the frame interval.
 const FIRST_WINDOW: f64 = 1.0 / 8.0;
 
-/// A window that commits after at most [`CALM_ROLLBACKS`] rollbacks makes the next this much
-/// longer; one that needed more makes the next half as long. A window costs a check of every
+/// A window that commits after at most [`CALM_ROLLBACKS`] rollbacks at whole checks makes the
+/// next this much longer; one that needed more makes the next half as long (a glance's find
+/// replays at most a mark's run, so it does not count). A window costs a check of every
 /// vertex however short it is, and a pair in lasting contact finds a layer to switch on in
 /// most windows, so one rollback is no reason to shrink.
 const GROWTH: f64 = 1.5;
@@ -82,7 +89,7 @@ const SHORTEST_WINDOW: f64 = 1e-6;
 /// path with a row per many kicks.
 const PATH_DEVIATION: f64 = 1e-3;
 
-/// A run is checked on its way to the window's end ([`Rewinds::probe`]) only when what is
+/// A run is checked whole on its way to the window's end ([`Stop::Probe`]) only when what is
 /// left of it after the probe is expected to cost at least this many kicks of every vertex. A
 /// check costs about as much as 50 to 250 such kicks (measured on the benchmark scenes), and a
 /// probe finds a layer needed before it in about a third of the runs it stops.
@@ -91,6 +98,29 @@ const PROBE_WORTH: f64 = 400.0;
 /// The broad phase's reach beyond the first layer's activation distance (a relative margin for
 /// the rounding of the volumes).
 const REACH_MARGIN: f64 = 1.01;
+
+/// Where a run of a window stops to be checked.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Stop {
+    /// At a mark, for the narrow phase alone over the last check's candidate pairs: a pair
+    /// near in the last check is the likeliest to need a layer early in this run, and that
+    /// check costs a fraction of the broad phase's.
+    Glance(f64),
+    /// At a mark, for a whole check of the window so far.
+    Probe(f64),
+    /// At the window's end, for the whole check that commits it.
+    End,
+}
+
+impl Stop {
+    /// The stop's time, if it is part of the way.
+    fn time(self) -> Option<f64> {
+        match self {
+            Stop::Glance(t) | Stop::Probe(t) => Some(t),
+            Stop::End => None,
+        }
+    }
+}
 
 /// The speculative scheduler's state between windows (see the module docs).
 #[derive(Debug)]
@@ -111,8 +141,12 @@ pub(super) struct Speculative {
     rewinds: Rewinds,
     /// Layers to switch on in the window being run, by switch-on time (then pair and layer).
     pending: Vec<Violation>,
-    /// Scratch: the window's candidate pairs.
+    /// The last whole check's candidate pairs.
     candidates: Vec<PairKey>,
+    /// Whether the last check was whole: a glance looks at its candidates once, not again
+    /// after a glance of its own that found layers (its finds' neighbours may be missing from
+    /// them, and the pair they leave to act can only be found by a whole check).
+    fresh: bool,
     /// Scratch: their vertices.
     vertices: Vec<u32>,
     /// Scratch: the window's layer changes, by pair.
@@ -135,6 +169,7 @@ impl Speculative {
             rewinds: Rewinds::default(),
             pending: Vec::new(),
             candidates: Vec::new(),
+            fresh: false,
             vertices: Vec::new(),
             changes: Vec::new(),
         }
@@ -207,31 +242,34 @@ impl Speculative {
         self.rewinds.begin(start, end);
         self.pending.clear();
         let (mut rollbacks, mut probes, mut next, mut processed) = (0, 0, 0, None);
+        let mut whole_rollbacks = 0;
         let vertices = sim.state.len();
-        let mut probe = if last {
-            None
+        let mut stop = if last {
+            Stop::End
         } else {
-            self.probe(end, vertices)
+            self.first_stop(end, vertices)
         };
         let mut from = start;
         loop {
-            let stop = probe.map_or((end, last), |p| (p, false));
-            processed = self.run(sim, stop, probe.is_some(), (next, processed), sink)?;
-            probes += u64::from(probe.is_some());
+            let to = stop.time().map_or((end, last), |t| (t, false));
+            processed = self.run(sim, to, stop != Stop::End, (next, processed), sink)?;
+            probes += u64::from(stop != Stop::End);
             let kicks = self.history.take_kicks();
-            if stop.0 > from {
-                self.kick_rate = kicks as f64 / (stop.0 - from);
+            if to.0 > from {
+                self.kick_rate = kicks as f64 / (to.0 - from);
             }
-            from = stop.0;
-            let found = self.detect(sim)?;
+            from = to.0;
+            let found = self.detect(sim, !matches!(stop, Stop::Glance(_)))?;
             if found.is_empty() {
-                if probe.take().is_none() {
+                if stop == Stop::End {
                     break;
                 }
                 self.history.unseal();
+                stop = self.stop_after(stop, end, vertices);
                 continue;
             }
             rollbacks += 1;
+            whole_rollbacks += u64::from(!matches!(stop, Stop::Glance(_)));
             if rollbacks > MAX_ROLLBACKS {
                 return Err(RunError::Internal {
                     time: start,
@@ -261,7 +299,7 @@ impl Speculative {
             });
             self.pending.dedup();
             next = self.pending.partition_point(|p| p.switch_on < resume);
-            probe = self.probe(end, vertices);
+            stop = self.first_stop(end, vertices);
             from = resume;
         }
         let contact = sim.contact.as_mut().expect("contact is on");
@@ -271,7 +309,7 @@ impl Speculative {
         });
         contact.count_window(rollbacks, probes);
         self.committed = end;
-        self.length = if rollbacks <= CALM_ROLLBACKS {
+        self.length = if whole_rollbacks <= CALM_ROLLBACKS {
             (GROWTH * self.length).min(self.longest)
         } else {
             (0.5 * (end - start)).max(SHORTEST_WINDOW * self.longest)
@@ -279,25 +317,44 @@ impl Speculative {
         Ok(processed)
     }
 
-    /// Where the run about to start is checked first, if it is worth it: the mark
-    /// [`Rewinds::probe`] names, when the run's rest from there to `end` is expected to cost at
-    /// least [`PROBE_WORTH`] kicks of each of the `vertices`.
-    fn probe(&self, end: f64, vertices: usize) -> Option<f64> {
-        (self.rewinds.probe())
-            .filter(|&p| self.kick_rate * (end - p) >= PROBE_WORTH * vertices as f64)
+    /// Where the run about to start from the last mark saved stops first: one mark on for a
+    /// glance if the last check was whole and had candidates; otherwise as after a glance.
+    fn first_stop(&self, end: f64, vertices: usize) -> Stop {
+        match self.rewinds.ahead(1) {
+            Some(t) if self.fresh && !self.candidates.is_empty() => Stop::Glance(t),
+            _ => self.probe_or_end(end, vertices),
+        }
+    }
+
+    /// Where a run that came clean at `stop` stops next.
+    fn stop_after(&self, stop: Stop, end: f64, vertices: usize) -> Stop {
+        match stop {
+            Stop::Glance(_) => self.probe_or_end(end, vertices),
+            Stop::Probe(_) | Stop::End => Stop::End,
+        }
+    }
+
+    /// A probe two marks on from the run's start if the rest of the run from there to `end` is
+    /// expected to cost at least [`PROBE_WORTH`] kicks of each of the `vertices`; otherwise
+    /// the window's end.
+    fn probe_or_end(&self, end: f64, vertices: usize) -> Stop {
+        let worth = |&t: &f64| self.kick_rate * (end - t) >= PROBE_WORTH * vertices as f64;
+        (self.rewinds.ahead(2))
+            .filter(worth)
+            .map_or(Stop::End, Stop::Probe)
     }
 
     /// Processes the window's events (before `end`, or up to it if `last`) from where the last
     /// run or rollback left it, switching on the pending layers from `pending[next]` at their
-    /// times, saving the marks it passes, and records the paths. A `probe` stops at `end` for
-    /// a check of the window so far (a layer due at `end` is left to the run that goes on);
-    /// otherwise `end` is the window's. Returns the window's last event (`processed` if it
+    /// times, saving the marks it passes, and records the paths. A `partway` run stops at `end`
+    /// for a check of the window so far (a layer due at `end` is left to the run that goes
+    /// on); otherwise `end` is the window's. Returns the window's last event (`processed` if it
     /// processes none).
     fn run(
         &mut self,
         sim: &mut Simulation,
         (end, last): (f64, bool),
-        probe: bool,
+        partway: bool,
         (mut next, mut processed): (usize, Option<Processed>),
         sink: &mut dyn FrameSink,
     ) -> Result<Option<Processed>, RunError> {
@@ -306,7 +363,7 @@ impl Speculative {
                 .queue
                 .peek()
                 .filter(|&(_, t)| t < end || (last && t <= end));
-            let horizon = due.map_or(if probe { end } else { f64::INFINITY }, |(_, t)| t);
+            let horizon = due.map_or(if partway { end } else { f64::INFINITY }, |(_, t)| t);
             let switch_on = self
                 .pending
                 .get(next)
@@ -407,16 +464,22 @@ impl Speculative {
         Ok(())
     }
 
-    /// The retrospective check of the window just run: the layers it found needed, each at
-    /// the first time found, in pair order. With the audit on, a clean window is audited.
-    fn detect(&mut self, sim: &mut Simulation) -> Result<Vec<Violation>, RunError> {
+    /// The retrospective check of the window run so far: the layers it found needed, each at
+    /// the first time found, in pair order. A `whole` check finds the candidate pairs first,
+    /// and with the audit on, a clean whole check is audited; otherwise the last check's
+    /// candidates are looked at again.
+    fn detect(&mut self, sim: &mut Simulation, whole: bool) -> Result<Vec<Violation>, RunError> {
         let _zone = zone!("retrospective");
         let contact = sim.contact.as_mut().expect("contact is on");
         let schedule = *contact.schedule();
         let reach = REACH_MARGIN * ACTIVATION * schedule.eta(1);
         let mut candidates = std::mem::take(&mut self.candidates);
-        self.detector
-            .candidates(&self.history, reach, &mut candidates);
+        self.fresh = whole;
+        if whole {
+            self.history.fit_volumes(&sim.state);
+            self.detector
+                .candidates(&self.history, reach, &mut candidates);
+        }
         self.vertices.clear();
         (self.vertices).extend(
             candidates
@@ -447,7 +510,7 @@ impl Speculative {
             .collect();
         let found =
             (self.detector).violations(&self.history, &schedule, &sim.state.inv_mass, &keys);
-        if found.is_empty() && sim.audit {
+        if found.is_empty() && whole && sim.audit {
             let (start, end) = self.history.span();
             self.detector
                 .audit(&self.history, &schedule, &keys)

@@ -13,9 +13,6 @@ use crate::engine::{Processed, Simulation};
 /// Marks per window, the first at its start.
 const MARKS: usize = 8;
 
-/// A run from a mark is checked first this many marks later (see [`Rewinds::probe`]).
-const PROBE_AHEAD: usize = 2;
-
 /// The saved states of the window being run (see the module docs).
 #[derive(Debug, Default)]
 pub(super) struct Rewinds {
@@ -53,14 +50,11 @@ impl Rewinds {
         self.marks.get(self.valid).copied()
     }
 
-    /// Where the run from the last mark restored (or from the window's start) is checked
-    /// first, before it goes on to the window's end: [`PROBE_AHEAD`] marks on, if that is
-    /// inside the window. Layers found needed usually come in clusters soon after the run's
-    /// start (a contact opening at the window's start, or a pair whose neighbours' layers
-    /// just acted), and a check costs far less than the rest of a run.
-    pub(super) fn probe(&self) -> Option<f64> {
+    /// The mark `k` marks on from the last one saved (a run's start: the window's, or the mark
+    /// a rollback restored), if it is inside the window.
+    pub(super) fn ahead(&self, k: usize) -> Option<f64> {
         let from = self.valid.max(1) - 1;
-        self.marks.get(from + PROBE_AHEAD).copied()
+        self.marks.get(from + k).copied()
     }
 
     /// Saves `sim`, `history` and the window's last event `processed` at the next mark (the run
@@ -100,18 +94,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_run_is_probed_two_marks_after_where_it_starts_while_inside_the_window() {
+    fn marks_ahead_count_from_where_the_run_starts_and_stay_inside_the_window() {
         let mut r = Rewinds::default();
         r.begin(1.0, 2.0);
         // A window's first run starts at its first mark.
-        assert_eq!(r.probe(), Some(1.25));
+        assert_eq!((r.ahead(1), r.ahead(2)), (Some(1.125), Some(1.25)));
         // After a rollback to mark j (saves 0..=j kept), the run from there.
         r.valid = 4;
-        assert_eq!(r.probe(), Some(1.625));
-        r.valid = 6;
-        assert_eq!(r.probe(), Some(1.875));
-        // Past the last mark: no probe.
+        assert_eq!(r.ahead(2), Some(1.625));
         r.valid = 7;
-        assert_eq!(r.probe(), None);
+        assert_eq!((r.ahead(1), r.ahead(2)), (Some(1.875), None));
+        r.valid = 8;
+        assert_eq!(r.ahead(1), None);
     }
 }
