@@ -287,6 +287,7 @@ impl Speculative {
             let earliest = found.iter().map(|v| v.time).fold(f64::INFINITY, f64::min);
             let resume;
             (resume, processed) = (self.rewinds).restore_before(earliest, sim, &mut self.history);
+            let (pending_before, first) = (self.pending.len(), found[0]);
             (self.pending).extend(found.into_iter().map(|v| Violation {
                 switch_on: v.switch_on.max(resume),
                 ..v
@@ -298,6 +299,20 @@ impl Speculative {
                     .then(a.time.total_cmp(&b.time))
             });
             self.pending.dedup();
+            // Nothing new to switch on: the run from the same mark would be the same, forever.
+            if self.pending.len() == pending_before {
+                return Err(RunError::Internal {
+                    time: resume,
+                    event: 0,
+                    message: format!(
+                        "the speculative window [{start}, {end}] s cannot come clean: its check \
+                         finds only layers already switched on for this run (among them layer \
+                         {} of pair {:?} from t = {} s), so running it again would find them \
+                         again. Run this scene with contact.scheduler = \"kds\"",
+                        first.layer, first.key, first.time
+                    ),
+                });
+            }
             next = self.pending.partition_point(|p| p.switch_on < resume);
             stop = self.first_stop(end, vertices);
             from = resume;
