@@ -76,8 +76,7 @@ fn equal_clocks_reproduce_symplectic_euler() {
             let vs = hinges.verts[e];
             let g = bending::gradient(
                 vs.map(|i| x[i as usize]),
-                hinges.rest_angle[e],
-                hinges.weight[e],
+                &hinges.rest[e],
                 hinges.materials.stiffness(e),
             );
             for k in 0..4 {

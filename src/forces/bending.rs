@@ -44,6 +44,31 @@
 //! hinge folding through `theta = pi` sees a continuous force (identical to the plain difference
 //! whenever `|theta - theta0| <= pi`).
 //!
+//! # Wing softening
+//!
+//! The angle's gradient grows as `1/h` of a wing's current height, so a wing squeezed towards its
+//! edge (a triangle compressed in its plane) stiffens the hinge as `1/h^2`. Asynchronous
+//! integrators keep each force's clock fixed (the one stable at rest, [`stable_step`]), and the
+//! default `integrator.safety = 0.5` leaves room for 4 times the rest stiffness: a wing pressed
+//! below half its rest height runs its hinge past stability, which pumps energy into its vertices
+//! (a crushed shell's wings went to a tenth of their height, 84 times the stiffness, and it blew
+//! up). The energy is therefore
+//!
+//! ```text
+//! V = kb (theta - theta0)^2 weight Phi,    Phi = phi(hA / hA0) phi(hB / hB0),
+//! phi(r) = 1 for r >= 3/4,   s^2 (2 - s^2) with s = r / (3/4) below
+//! ```
+//!
+//! with `hA0`, `hB0` the rest heights ([`HingeRest`]). `phi` is `C^1` with `phi = 1` and
+//! `phi' = 0` at `3/4`, so a hinge whose wings keep three quarters of their rest heights bends
+//! exactly as without softening (bit for bit, its clock included). Below, `phi(r) <= 2 s^2`
+//! cancels both `1/h` factors of the Hessian: at its rest angle a hinge is at most
+//! `2 / (3/4)^2 = 3.6` times as stiff along a wing as at rest, inside the default clocks' margin,
+//! whatever the wing's height, and its energy goes to zero continuously as a wing flattens (a
+//! zero-area triangle has no normal to bend). `Phi` depends on lengths only, so `V` is invariant
+//! under rigid motions and its impulses conserve linear and angular momentum. The damper is
+//! scaled by the same `Phi`.
+//!
 //! # Degenerate hinges
 //!
 //! If a wing's height is at most `1e-12 |e|` (a zero-area triangle at round-off level, including a
@@ -84,29 +109,147 @@ fn angle_of(e: DVec3, el: f64, na: DVec3, nb: DVec3) -> f64 {
     f64::atan2(na.cross(nb).dot(e), na.dot(nb) * el)
 }
 
-/// Angle and its gradient, sharing all intermediate terms.
+/// Angle and its gradient.
 #[inline]
 fn angle_and_gradient(x: [DVec3; 4]) -> (f64, [DVec3; 4]) {
+    let bent = bend(x, &UNSOFTENED);
+    (bent.theta, bent.gradient)
+}
+
+/// A hinge's rest shape, which its energy measures the bent shape against.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HingeRest {
+    /// Rest dihedral angle `theta0` ([`signed_angle`]).
+    pub angle: f64,
+    /// Rest `|e0| / h0` ([`rest_weight`]).
+    pub weight: f64,
+    /// Rest heights `[hA0, hB0]` of the two wings over the edge (see the module docs), in `f32`
+    /// (8 bytes a hinge less), rounded down.
+    pub heights: [f32; 2],
+}
+
+impl HingeRest {
+    /// The rest shape of the hinge at positions `x`.
+    pub fn of(x: [DVec3; 4]) -> Self {
+        let (_, e2, na, nb) = frame(x[0], x[1], x[2], x[3]);
+        let el = e2.sqrt();
+        let height = |n: DVec3| {
+            let h = if el > 0.0 { n.length() / el } else { 0.0 };
+            let rounded = h as f32;
+            if f64::from(rounded) > h {
+                f32::from_bits(rounded.to_bits() - 1) // the next f32 down (rounded > h >= 0)
+            } else {
+                rounded
+            }
+        };
+        Self {
+            angle: signed_angle(x[0], x[1], x[2], x[3]),
+            weight: rest_weight(x[0], x[1], x[2], x[3]),
+            heights: [height(na), height(nb)],
+        }
+    }
+}
+
+/// The fraction of its rest height below which a wing is softened (module docs).
+const SOFT_BELOW: f64 = 0.75;
+
+/// A rest shape whose wings are never softened (no rest heights), for the bare angle.
+const UNSOFTENED: HingeRest = HingeRest {
+    angle: 0.0,
+    weight: 0.0,
+    heights: [0.0; 2],
+};
+
+/// `phi(r)` and `dphi/dh` of a wing at `height` whose rest height is `rest` (module docs); a wing
+/// with no rest height is not softened.
+#[inline]
+fn wing_factor(height: f64, rest: f32) -> (f64, f64) {
+    let knee = f64::from(rest) * SOFT_BELOW;
+    let s = height / knee;
+    if s >= 1.0 || knee <= 0.0 || s.is_nan() {
+        (1.0, 0.0)
+    } else {
+        let s2 = s * s;
+        (s2 * (2.0 - s2), 4.0 * s * (1.0 - s2) / knee)
+    }
+}
+
+/// A bent hinge: its angle and gradient, the softening `Phi` and `dPhi/dx` (`None` where it is
+/// zero, which it is unless a wing is below three quarters of its rest height).
+struct Bent {
+    theta: f64,
+    gradient: [DVec3; 4],
+    softening: f64,
+    softening_gradient: Option<[DVec3; 4]>,
+}
+
+/// The angle, its gradient and the softening of the hinge at `x`, sharing all intermediate terms.
+#[inline]
+fn bend(x: [DVec3; 4], rest: &HingeRest) -> Bent {
     let (e, e2, na, nb) = frame(x[0], x[1], x[2], x[3]);
     let el = e2.sqrt();
     let theta = angle_of(e, el, na, nb);
     let la2 = na.length_squared();
     let lb2 = nb.length_squared();
+    let (ha, hb) = (la2.sqrt() / el, lb2.sqrt() / el);
+    let (phi_a, dphi_a) = wing_factor(ha, rest.heights[0]);
+    let (phi_b, dphi_b) = wing_factor(hb, rest.heights[1]);
     // |n|^2 = |e|^2 h^2 <= (ratio |e|)^2 |e|^2 flags a degenerate wing (also e == 0, and NaN).
     let tol = DEGENERATE_HEIGHT_RATIO * DEGENERATE_HEIGHT_RATIO * e2 * e2;
-    if la2 > tol && lb2 > tol {
-        let ga = na * (el / la2);
-        let gb = nb * (el / lb2);
-        let inv_e2 = e2.recip();
-        let alpha = (x[2] - x[0]).dot(e) * inv_e2;
-        let beta = (x[3] - x[0]).dot(e) * inv_e2;
-        let g1 = ga * alpha + gb * beta;
-        // (1 - alpha) gA + (1 - beta) gB, written so that the four terms cancel to round-off.
-        let g0 = ga + gb - g1;
-        (theta, [g0, g1, -ga, -gb])
-    } else {
-        (theta, [DVec3::ZERO; 4])
+    if !(la2 > tol && lb2 > tol) {
+        return Bent {
+            theta,
+            gradient: [DVec3::ZERO; 4],
+            softening: phi_a * phi_b,
+            softening_gradient: None,
+        };
     }
+    let ga = na * (el / la2);
+    let gb = nb * (el / lb2);
+    let inv_e2 = e2.recip();
+    let alpha = (x[2] - x[0]).dot(e) * inv_e2;
+    let beta = (x[3] - x[0]).dot(e) * inv_e2;
+    let g1 = ga * alpha + gb * beta;
+    // (1 - alpha) gA + (1 - beta) gB, written so that the four terms cancel to round-off.
+    let g0 = ga + gb - g1;
+    let softening_gradient = (dphi_a != 0.0 || dphi_b != 0.0).then(|| {
+        // A wing's dh/dx: +u at its tip, -(1 - foot) u and -foot u at the edge's ends (u the unit
+        // vector from the edge line to the tip, foot the tip's parameter along the edge).
+        let ua = ((x[2] - x[0]) - e * alpha) * (phi_b * dphi_a / ha);
+        let ub = ((x[3] - x[0]) - e * beta) * (phi_a * dphi_b / hb);
+        let d1 = ua * alpha + ub * beta;
+        [d1 - ua - ub, -d1, ua, ub]
+    });
+    Bent {
+        theta,
+        gradient: [g0, g1, -ga, -gb],
+        softening: phi_a * phi_b,
+        softening_gradient,
+    }
+}
+
+/// The wing softening `Phi` of the hinge at `x` (module docs): 1 unless a wing is below three
+/// quarters of its rest height.
+#[inline]
+pub fn softening(x: [DVec3; 4], rest: &HingeRest) -> f64 {
+    let (_, e2, na, nb) = frame(x[0], x[1], x[2], x[3]);
+    let el = e2.sqrt();
+    let (phi_a, _) = wing_factor(na.length() / el, rest.heights[0]);
+    let (phi_b, _) = wing_factor(nb.length() / el, rest.heights[1]);
+    phi_a * phi_b
+}
+
+/// `d(Phi d^2)/dx` for an angle difference `d`: `2 d Phi dtheta/dx + d^2 dPhi/dx`.
+#[inline]
+fn softened_square_gradient(bent: &Bent, d: f64) -> [DVec3; 4] {
+    let s = 2.0 * d * bent.softening;
+    let mut g = bent.gradient.map(|gi| gi * s);
+    if let Some(dphi) = &bent.softening_gradient {
+        for (gi, di) in g.iter_mut().zip(dphi) {
+            *gi += *di * (d * d);
+        }
+    }
+    g
 }
 
 /// Signed dihedral angle `theta = atan2((nA x nB) . e / |e|, nA . nB)` in `(-pi, pi]` (see the module
@@ -143,58 +286,66 @@ pub fn angle_gradient(x0: DVec3, x1: DVec3, x2: DVec3, x3: DVec3) -> [DVec3; 4] 
     angle_and_gradient([x0, x1, x2, x3]).1
 }
 
-/// Bending energy `V = kb * weight * wrap(theta - theta0)^2` (erg; `weight = |e0| / h0` from
-/// [`rest_weight`], `kb` in erg).
+/// Bending energy `V = kb * weight * wrap(theta - theta0)^2 * Phi` (erg; `weight = |e0| / h0`
+/// from [`rest_weight`], `Phi` the wing softening of the module docs, `kb` in erg).
 #[inline]
-pub fn energy(x: [DVec3; 4], theta0: f64, weight: f64, kb: f64) -> f64 {
-    let d = wrap(signed_angle(x[0], x[1], x[2], x[3]) - theta0);
-    kb * weight * d * d
+pub fn energy(x: [DVec3; 4], rest: &HingeRest, kb: f64) -> f64 {
+    let d = wrap(signed_angle(x[0], x[1], x[2], x[3]) - rest.angle);
+    kb * rest.weight * d * d * softening(x, rest)
 }
 
-/// Gradient of [`energy`]: `dV/dx_i = 2 kb weight wrap(theta - theta0) dtheta/dx_i`.
-/// Zero for a degenerate hinge.
+/// Gradient of [`energy`]: `kb weight (2 d Phi dtheta/dx_i + d^2 dPhi/dx_i)`, `d = wrap(theta -
+/// theta0)`. Zero for a degenerate hinge.
 #[inline]
-pub fn gradient(x: [DVec3; 4], theta0: f64, weight: f64, kb: f64) -> [DVec3; 4] {
-    let (theta, g) = angle_and_gradient(x);
-    let s = 2.0 * kb * weight * wrap(theta - theta0);
-    g.map(|gi| gi * s)
+pub fn gradient(x: [DVec3; 4], rest: &HingeRest, kb: f64) -> [DVec3; 4] {
+    let bent = bend(x, rest);
+    let s = kb * rest.weight;
+    softened_square_gradient(&bent, wrap(bent.theta - rest.angle)).map(|gi| gi * s)
 }
 
-/// Position-based damping potential `W = 0.5 * c * weight * wrap(theta - prev_theta)^2`, whose
-/// negative gradient is the damping impulse of one tick (`prev_theta`: the angle at the element's
-/// previous tick; `c` in erg*s).
+/// Position-based damping potential `W = 0.5 * c * weight * wrap(theta - prev_theta)^2 * Phi`,
+/// whose negative gradient is the damping impulse of one tick (`prev_theta`: the angle at the
+/// element's previous tick; `c` in erg*s).
 #[inline]
-pub fn damping_energy(x: [DVec3; 4], prev_theta: f64, weight: f64, c: f64) -> f64 {
+pub fn damping_energy(x: [DVec3; 4], prev_theta: f64, rest: &HingeRest, c: f64) -> f64 {
     let d = wrap(signed_angle(x[0], x[1], x[2], x[3]) - prev_theta);
-    0.5 * c * weight * d * d
+    0.5 * c * rest.weight * d * d * softening(x, rest)
 }
 
-/// Gradient of [`damping_energy`]: `dW/dx_i = c weight wrap(theta - prev_theta) dtheta/dx_i`.
-/// Zero for a degenerate hinge.
+/// Gradient of [`damping_energy`]. Zero for a degenerate hinge.
 #[inline]
-pub fn damping_gradient(x: [DVec3; 4], prev_theta: f64, weight: f64, c: f64) -> [DVec3; 4] {
-    let (theta, g) = angle_and_gradient(x);
-    let s = c * weight * wrap(theta - prev_theta);
-    g.map(|gi| gi * s)
+pub fn damping_gradient(x: [DVec3; 4], prev_theta: f64, rest: &HingeRest, c: f64) -> [DVec3; 4] {
+    let bent = bend(x, rest);
+    let s = 0.5 * c * rest.weight;
+    softened_square_gradient(&bent, wrap(bent.theta - prev_theta)).map(|gi| gi * s)
 }
 
 /// Impulse of one tick of length `h`, `-(h dV/dx + dW/dx)`:
-/// `I_i = -weight (2 h kb wrap(theta - theta0) + c wrap(theta - prev_theta)) dtheta/dx_i`, plus the
-/// current angle `theta` (store it as the next `prev_theta`). Computes the angle and its gradient
-/// once. Zero impulse for a degenerate hinge.
+/// `I_i = -weight ((2 h kb d0 + c dp) Phi dtheta/dx_i + (h kb d0^2 + c dp^2 / 2) dPhi/dx_i)` with
+/// `d0 = wrap(theta - theta0)`, `dp = wrap(theta - prev_theta)`, plus the current angle `theta`
+/// (store it as the next `prev_theta`). Computes the angle and its gradient once. Zero impulse
+/// for a degenerate hinge.
 #[inline]
 pub fn tick_impulse(
     x: [DVec3; 4],
-    theta0: f64,
-    weight: f64,
+    rest: &HingeRest,
     kb: f64,
     c: f64,
     prev_theta: f64,
     h: f64,
 ) -> ([DVec3; 4], f64) {
-    let (theta, g) = angle_and_gradient(x);
-    let s = -weight * (2.0 * h * kb * wrap(theta - theta0) + c * wrap(theta - prev_theta));
-    (g.map(|gi| gi * s), theta)
+    let bent = bend(x, rest);
+    let d0 = wrap(bent.theta - rest.angle);
+    let dp = wrap(bent.theta - prev_theta);
+    let s = -rest.weight * (2.0 * h * kb * d0 + c * dp) * bent.softening;
+    let mut impulse = bent.gradient.map(|gi| gi * s);
+    if let Some(dphi) = &bent.softening_gradient {
+        let s = -rest.weight * (h * kb * d0 * d0 + 0.5 * c * dp * dp);
+        for (i, di) in impulse.iter_mut().zip(dphi) {
+            *i += *di * s;
+        }
+    }
+    (impulse, bent.theta)
 }
 
 /// Stable clock for the hinge from the lumped inverse masses (`0` for a fixed vertex), evaluated at
@@ -264,6 +415,26 @@ mod tests {
         let q = rng.rotation();
         let t = rng.vec(10.0);
         (hinge(len, a, b, psi, q, t), psi, len)
+    }
+
+    /// A rest shape of angle `angle` and weight `weight` whose wings are never softened.
+    fn plain(angle: f64, weight: f64) -> HingeRest {
+        HingeRest {
+            angle,
+            weight,
+            heights: [0.0; 2],
+        }
+    }
+
+    /// A rest shape of angle `angle` for the hinge at `x`, with its weight and random rest heights
+    /// from half to twice the wings' heights at `x` (so either wing may be softened).
+    fn random_rest(rng: &mut Rng, x: [DVec3; 4], angle: f64) -> HingeRest {
+        let now = HingeRest::of(x);
+        HingeRest {
+            angle,
+            weight: now.weight,
+            heights: now.heights.map(|h| h * rng.uniform(0.5, 2.0) as f32),
+        }
     }
 
     fn fd_gradient(x: [DVec3; 4], step: f64, f: impl Fn([DVec3; 4]) -> f64) -> [DVec3; 4] {
@@ -462,10 +633,10 @@ mod tests {
         for _ in 0..300 {
             let (x, psi, len) = random_hinge(&mut rng);
             let theta0 = psi + rng.uniform(0.05, 0.5) * if psi > 0.0 { -1.0 } else { 1.0 };
-            let w = rest_weight(x[0], x[1], x[2], x[3]);
+            let rest = random_rest(&mut rng, x, theta0);
             let kb = rng.uniform(1e-3, 10.0);
-            let g = gradient(x, theta0, w, kb);
-            let fd = fd_gradient(x, 1e-6 * len, |y| energy(y, theta0, w, kb));
+            let g = gradient(x, &rest, kb);
+            let fd = fd_gradient(x, 1e-6 * len, |y| energy(y, &rest, kb));
             let err = rel_err(fd, g);
             assert!(err < 1e-6, "rel err {err} psi {psi} theta0 {theta0}");
         }
@@ -477,10 +648,10 @@ mod tests {
         for _ in 0..300 {
             let (x, psi, len) = random_hinge(&mut rng);
             let prev = psi + rng.uniform(-0.3, 0.3);
-            let w = rng.uniform(0.5, 5.0);
+            let rest = random_rest(&mut rng, x, 0.0);
             let c = rng.uniform(1e-3, 1.0);
-            let g = damping_gradient(x, prev, w, c);
-            let fd = fd_gradient(x, 1e-6 * len, |y| damping_energy(y, prev, w, c));
+            let g = damping_gradient(x, prev, &rest, c);
+            let fd = fd_gradient(x, 1e-6 * len, |y| damping_energy(y, prev, &rest, c));
             let err = rel_err(fd, g);
             assert!(err < 1e-6, "rel err {err} psi {psi} prev {prev}");
         }
@@ -499,12 +670,13 @@ mod tests {
         let th = angle(x);
         assert!((th - (-PI + 0.05)).abs() < 1e-12);
         // prev = pi - 0.05 is 0.1 behind, not 2 pi - 0.1.
-        let w = damping_energy(x, PI - 0.05, 2.0, 3.0);
+        let rest = plain(PI - 0.05, 2.0);
+        let w = damping_energy(x, PI - 0.05, &rest, 3.0);
         assert!((w - 0.5 * 3.0 * 2.0 * 0.01).abs() < 1e-12, "{w}");
-        let v = energy(x, PI - 0.05, 2.0, 3.0);
+        let v = energy(x, &rest, 3.0);
         assert!((v - 3.0 * 2.0 * 0.01).abs() < 1e-12, "{v}");
         // The force pushes back across pi: along -dtheta (theta0 is "behind").
-        let g = gradient(x, PI - 0.05, 2.0, 3.0);
+        let g = gradient(x, &rest, 3.0);
         let dg = angle_gradient(x[0], x[1], x[2], x[3]);
         let proj: f64 = (0..4).map(|i| g[i].dot(dg[i])).sum();
         assert!(proj > 0.0);
@@ -516,17 +688,17 @@ mod tests {
         for _ in 0..200 {
             let (x, psi, _) = random_hinge(&mut rng);
             let theta0 = rng.uniform(-1.0, 1.0);
+            let rest = random_rest(&mut rng, x, theta0);
             let prev = psi + rng.uniform(-0.2, 0.2);
-            let (w, kb, c, h) = (
-                rng.uniform(0.5, 5.0),
+            let (kb, c, h) = (
                 rng.uniform(1e-3, 10.0),
                 rng.uniform(0.0, 1.0),
                 rng.uniform(1e-6, 1e-2),
             );
-            let (imp, th) = tick_impulse(x, theta0, w, kb, c, prev, h);
+            let (imp, th) = tick_impulse(x, &rest, kb, c, prev, h);
             assert_eq!(th, angle(x));
-            let gv = gradient(x, theta0, w, kb);
-            let gw = damping_gradient(x, prev, w, c);
+            let gv = gradient(x, &rest, kb);
+            let gw = damping_gradient(x, prev, &rest, c);
             let want: [DVec3; 4] = std::array::from_fn(|i| -(gv[i] * h + gw[i]));
             let scale = norm(want);
             for i in 0..4 {
@@ -553,12 +725,13 @@ mod tests {
             let th = angle(x);
             assert!(th.is_finite());
             assert_eq!(angle_gradient(x[0], x[1], x[2], x[3]), [DVec3::ZERO; 4]);
-            assert_eq!(gradient(x, 0.3, 1.0, 1.0), [DVec3::ZERO; 4]);
-            assert_eq!(damping_gradient(x, 0.3, 1.0, 1.0), [DVec3::ZERO; 4]);
-            let (imp, t) = tick_impulse(x, 0.3, 1.0, 1.0, 1.0, 0.1, 0.01);
+            let rest = plain(0.3, 1.0);
+            assert_eq!(gradient(x, &rest, 1.0), [DVec3::ZERO; 4]);
+            assert_eq!(damping_gradient(x, 0.3, &rest, 1.0), [DVec3::ZERO; 4]);
+            let (imp, t) = tick_impulse(x, &rest, 1.0, 1.0, 0.1, 0.01);
             assert_eq!(imp, [DVec3::ZERO; 4]);
             assert!(t.is_finite());
-            assert!(energy(x, 0.3, 1.0, 1.0).is_finite());
+            assert!(energy(x, &rest, 1.0).is_finite());
             assert_eq!(stable_step(x, [1.0; 4], 1.0, 1.0, 1.0, 0.9), f64::INFINITY);
         }
     }
@@ -566,23 +739,34 @@ mod tests {
     /// Integrates one hinge with symplectic Euler on clock `h` from a tiny perturbation of its rest
     /// state along the stiff mode; returns the largest ratio of total energy to initial energy.
     fn hinge_energy_ratio(rest: [DVec3; 4], inv_m: [f64; 4], kb: f64, c: f64, h: f64) -> f64 {
-        let theta0 = angle(rest);
-        let w = rest_weight(rest[0], rest[1], rest[2], rest[3]);
-        let g = angle_gradient(rest[0], rest[1], rest[2], rest[3]);
-        let mut x: [DVec3; 4] = std::array::from_fn(|i| rest[i] + g[i] * (inv_m[i] * 1e-7));
+        energy_ratio_near(rest, &HingeRest::of(rest), inv_m, kb, c, h)
+    }
+
+    /// [`hinge_energy_ratio`] about the equilibrium `start` of a hinge of rest shape `shape`
+    /// (`start` at the rest angle, its wings of any height).
+    fn energy_ratio_near(
+        start: [DVec3; 4],
+        shape: &HingeRest,
+        inv_m: [f64; 4],
+        kb: f64,
+        c: f64,
+        h: f64,
+    ) -> f64 {
+        let g = angle_gradient(start[0], start[1], start[2], start[3]);
+        let mut x: [DVec3; 4] = std::array::from_fn(|i| start[i] + g[i] * (inv_m[i] * 1e-7));
         let mut v = [DVec3::ZERO; 4];
         let total = |x: &[DVec3; 4], v: &[DVec3; 4]| {
             let ke: f64 = (0..4)
                 .filter(|&i| inv_m[i] > 0.0)
                 .map(|i| 0.5 * v[i].length_squared() / inv_m[i])
                 .sum();
-            energy(*x, theta0, w, kb) + ke
+            energy(*x, shape, kb) + ke
         };
         let e0 = total(&x, &v);
         let mut prev = angle(x);
         let mut worst: f64 = 1.0;
         for _ in 0..20_000 {
-            let (imp, th) = tick_impulse(x, theta0, w, kb, c, prev, h);
+            let (imp, th) = tick_impulse(x, shape, kb, c, prev, h);
             prev = th;
             for i in 0..4 {
                 v[i] += imp[i] * inv_m[i];
@@ -597,15 +781,72 @@ mod tests {
     }
 
     #[test]
-    fn stable_step_bound_is_sharp_and_damping_lowers_it() {
-        let rest = hinge(
+    fn a_hinge_whose_wings_keep_three_quarters_of_their_rest_heights_bends_as_without_softening() {
+        let mut rng = Rng(37);
+        for _ in 0..200 {
+            let (x, psi, _) = random_hinge(&mut rng);
+            let now = HingeRest::of(x);
+            assert_eq!(softening(x, &now), 1.0, "at rest");
+            let rest = HingeRest {
+                angle: psi + rng.uniform(-0.5, 0.5),
+                weight: now.weight,
+                heights: now.heights.map(|h| h * rng.uniform(0.2, 1.3) as f32),
+            };
+            let bare = plain(rest.angle, rest.weight);
+            let prev = psi + rng.uniform(-0.2, 0.2);
+            assert_eq!(
+                tick_impulse(x, &rest, 3.0, 0.5, prev, 1e-4),
+                tick_impulse(x, &bare, 3.0, 0.5, prev, 1e-4)
+            );
+            assert_eq!(energy(x, &rest, 3.0), energy(x, &bare, 3.0));
+        }
+    }
+
+    /// An unequal hinge, folded and moved off the axes, for the clock tests.
+    fn tilted_hinge() -> [DVec3; 4] {
+        hinge(
             1.3,
             (0.4, 0.9),
             (0.7, 0.6),
             0.6,
             DQuat::from_rotation_y(0.3),
             DVec3::new(1.0, 2.0, 3.0),
-        );
+        )
+    }
+
+    #[test]
+    fn a_hinge_squeezed_flat_stays_stable_on_its_rest_clock() {
+        let rest = tilted_hinge();
+        let shape = HingeRest::of(rest);
+        let inv_m = [20.0, 30.0, 25.0, 40.0];
+        let (kb, c) = (50.0, 0.0);
+        // The engine's default safety factor.
+        let h = stable_step(rest, inv_m, shape.weight, kb, c, 0.5);
+        let e = (rest[1] - rest[0]).normalize();
+        let foot = rest[0] + e * (rest[2] - rest[0]).dot(e);
+        for r in [0.5, 0.2, 0.05, 0.01] {
+            // Wing A's tip moved towards the edge in its own plane: the angle is unchanged.
+            let mut squeezed = rest;
+            squeezed[2] = foot + (rest[2] - foot) * r;
+            assert!((angle(squeezed) - shape.angle).abs() < 1e-12);
+            let softened = energy_ratio_near(squeezed, &shape, inv_m, kb, c, h);
+            assert!(
+                softened < 10.0,
+                "wing at {r} of its height: ratio {softened}"
+            );
+            // Without softening the same clock is unstable: the perturbation grows until the
+            // wing swings round its edge (where the angle's energy saturates).
+            if r <= 0.2 {
+                let bare = plain(shape.angle, shape.weight);
+                let unsoftened = energy_ratio_near(squeezed, &bare, inv_m, kb, c, h);
+                assert!(unsoftened > 1e3, "wing at {r}, unsoftened: {unsoftened}");
+            }
+        }
+    }
+
+    #[test]
+    fn stable_step_bound_is_sharp_and_damping_lowers_it() {
+        let rest = tilted_hinge();
         let w = rest_weight(rest[0], rest[1], rest[2], rest[3]);
         let kb = 50.0;
         for inv_m in [[20.0, 30.0, 25.0, 40.0], [0.0, 30.0, 25.0, 0.0]] {

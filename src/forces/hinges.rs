@@ -9,16 +9,14 @@ use super::materials::Materials;
 /// All bending hinges of a simulation, one row per interior edge (structure of arrays).
 ///
 /// `verts[e]` is the hinge `[edge start, edge end, wing of first triangle, wing of second]` in
-/// global vertex indices; `rest_angle` the signed dihedral angle at rest; `weight` the rest
-/// `|e0| / h0`; `materials` the stiffness `k_b` (erg) and damping `c` (erg s); see [`bending`].
+/// global vertex indices; `rest[e]` its rest angle, weight and wing heights; `materials` the
+/// stiffness `k_b` (erg) and damping `c` (erg s); see [`bending`].
 #[derive(Clone, Debug, Default)]
 pub struct HingeKernel {
     /// Hinge vertices.
     pub verts: Vec<[u32; 4]>,
-    /// Rest dihedral angle `theta0`.
-    pub rest_angle: Vec<f64>,
-    /// Rest `|e0| / h0`.
-    pub weight: Vec<f64>,
+    /// Rest shapes.
+    pub rest: Vec<bending::HingeRest>,
     /// Bending stiffness `k_b` and damping coefficient `c`.
     pub materials: Materials,
 }
@@ -29,10 +27,10 @@ pub type HingeFamily = ElementFamily<4, HingeKernel>;
 impl HingeKernel {
     /// Adds a hinge whose rest shape is taken from `rest_positions`.
     pub fn push(&mut self, verts: [u32; 4], rest_positions: &[DVec3], kb: f64, c: f64) {
-        let [x0, x1, x2, x3] = verts.map(|i| rest_positions[i as usize]);
         self.verts.push(verts);
-        self.rest_angle.push(bending::signed_angle(x0, x1, x2, x3));
-        self.weight.push(bending::rest_weight(x0, x1, x2, x3));
+        self.rest.push(bending::HingeRest::of(
+            verts.map(|i| rest_positions[i as usize]),
+        ));
         self.materials.push(kb, c);
     }
 
@@ -49,7 +47,7 @@ impl HingeKernel {
                 bending::stable_step(
                     v.map(|i| rest_positions[i as usize]),
                     v.map(|i| inv_mass[i as usize]),
-                    self.weight[e],
+                    self.rest[e].weight,
                     self.materials.stiffness(e),
                     self.materials.damping(e),
                     safety,
@@ -73,8 +71,7 @@ impl ElementKernel<4> for HingeKernel {
     fn permuted(&self, order: &[u32]) -> Self {
         Self {
             verts: permute(&self.verts, order),
-            rest_angle: permute(&self.rest_angle, order),
-            weight: permute(&self.weight, order),
+            rest: permute(&self.rest, order),
             materials: self.materials.permuted(order),
         }
     }
@@ -87,8 +84,7 @@ impl ElementKernel<4> for HingeKernel {
     fn tick(&self, e: usize, p: [DVec3; 4], memory: f64, h: f64) -> ([DVec3; 4], f64) {
         bending::tick_impulse(
             p,
-            self.rest_angle[e],
-            self.weight[e],
+            &self.rest[e],
             self.materials.stiffness(e),
             self.materials.damping(e),
             memory,
@@ -98,12 +94,7 @@ impl ElementKernel<4> for HingeKernel {
 
     #[inline]
     fn energy(&self, e: usize, p: [DVec3; 4]) -> f64 {
-        bending::energy(
-            p,
-            self.rest_angle[e],
-            self.weight[e],
-            self.materials.stiffness(e),
-        )
+        bending::energy(p, &self.rest[e], self.materials.stiffness(e))
     }
 
     #[inline]

@@ -118,14 +118,16 @@ impl LinearSystem {
         let b = forces.hinges;
         for (e, verts) in b.verts.iter().enumerate() {
             let p = verts.map(|i| x[i as usize]);
+            let rest = &b.rest[e];
             let (w, kb, c) = (
-                b.weight[e],
+                rest.weight,
                 b.materials.stiffness(e),
                 b.materials.damping(e),
             );
-            let g = bending::gradient(p, b.rest_angle[e], w, kb);
+            let g = bending::gradient(p, rest, kb);
             let dtheta = bending::angle_gradient(p[0], p[1], p[2], p[3]);
-            let scale = h * h * 2.0 * kb * w + h * c * w;
+            // Gauss-Newton: the softened hinge's stiffness along its angle gradient.
+            let scale = (h * h * 2.0 * kb * w + h * c * w) * bending::softening(p, rest);
             for r in 0..4 {
                 self.rhs[verts[r] as usize] -= h * g[r];
                 for col in 0..4 {
@@ -177,7 +179,7 @@ mod tests {
         for (e, verts) in b.verts.iter().enumerate() {
             let p = verts.map(|i| x[i as usize]);
             let kb = b.materials.stiffness(e);
-            let ge = bending::gradient(p, b.rest_angle[e], b.weight[e], kb);
+            let ge = bending::gradient(p, &b.rest[e], kb);
             for k in 0..4 {
                 g[verts[k] as usize] += ge[k];
             }
