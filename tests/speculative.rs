@@ -307,31 +307,46 @@ fn a_run_checked_part_of_the_way_writes_the_kds_frames() {
     );
 }
 
-#[test]
-fn a_window_that_cannot_come_clean_stops_with_a_clear_error_instead_of_hanging() {
-    // The compactor's walls crush the bunny from t = 1.05 s on; there one window's check finds
-    // the same layers after every run, each already switched on for the run (README, known
-    // limitations), and the window ran again for hours. Running it again from the same mark
-    // with nothing new switched on could only repeat it, so the run stops at once, naming a
-    // pair and the way out. Every frame handed on before is clean.
-    let sets = vec!["contact.scheduler=speculative".to_string()];
-    let scene = profile::load(&profiles_dir().join("bunny_compactor.toml"), &sets).unwrap();
-    let mut sim = Simulation::new(&scene).unwrap();
-    let mut frames = Audited(AuditReport::default());
-    let err = sim.run_until(1.06, &mut frames).unwrap_err();
-    assert_eq!(frames.0.intersecting_pairs, 0, "{:?}", frames.0.first_bad);
-    assert_eq!(frames.0.frames, 53, "frames to t = 1.04 s");
-    match err {
-        RunError::Internal { time, message, .. } => {
-            assert!((1.04..1.06).contains(&time), "{time}");
-            for needle in [
-                "cannot come clean",
-                "of pair",
-                "contact.scheduler = \"kds\"",
-            ] {
-                assert!(message.contains(needle), "{needle:?} not in {message}");
-            }
-        }
-        e => panic!("{e}"),
+/// Frame positions and kinetic energies, each frame checked by the exact intersection audit.
+struct Motion(Vec<Vec<DVec3>>, Vec<(f64, f64)>, Audited);
+
+impl FrameSink for Motion {
+    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
+        let kinetic = acm::check::measure(frame.simulation, frame.time, frame.positions).kinetic;
+        self.0.push(frame.positions.to_vec());
+        self.1.push((frame.time, kinetic));
+        self.2.frame(frame)
     }
+}
+
+#[test]
+fn the_crushed_compactor_runs_on_clean_with_bounded_energy_in_both_schedulers() {
+    // From t = 1.04 s the walls squeeze some of the bunny's triangles to a fraction of their rest
+    // heights. Hinges that stiffened as 1/h^2 there ran past the stability of their fixed
+    // clocks: the energy went from 2.8e3 to 3.1e7 erg in 20 ms and a speculative window found the
+    // same layers after every run. With wings softened (`forces/bending.rs`) both schedulers
+    // write the same clean frames past that point, and the bunny never moves faster than after
+    // its fall onto the floor (the walls close at 2 cm/s).
+    let run = |scheduler: &str| {
+        let sets = vec![format!("contact.scheduler={scheduler}")];
+        let scene = profile::load(&profiles_dir().join("bunny_compactor.toml"), &sets).unwrap();
+        let mut sim = Simulation::new(&scene).unwrap();
+        let mut frames = Motion(Vec::new(), Vec::new(), Audited(AuditReport::default()));
+        sim.run_until(1.1, &mut frames).expect("the run goes on");
+        let audit = &frames.2 .0;
+        assert_eq!(audit.intersecting_pairs, 0, "{:?}", audit.first_bad);
+        assert_eq!(audit.frames, 56, "frames to t = 1.1 s");
+        (frames.0, frames.1)
+    };
+    let (kds, kinetic) = run("kds");
+    let fall = kinetic.iter().filter(|(t, _)| *t < 1.0);
+    let fall = fall.map(|&(_, k)| k).fold(0.0, f64::max);
+    for &(t, k) in kinetic.iter().filter(|(t, _)| *t >= 1.0) {
+        assert!(
+            k < fall,
+            "kinetic energy {k} erg at {t} s, {fall} erg after the fall"
+        );
+    }
+    let (speculative, _) = run("speculative");
+    assert!(kds == speculative, "the schedulers wrote different frames");
 }
