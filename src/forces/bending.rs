@@ -298,9 +298,21 @@ pub fn energy(x: [DVec3; 4], rest: &HingeRest, kb: f64) -> f64 {
 /// theta0)`. Zero for a degenerate hinge.
 #[inline]
 pub fn gradient(x: [DVec3; 4], rest: &HingeRest, kb: f64) -> [DVec3; 4] {
+    gradient_angle_gradient_and_softening(x, rest, kb).0
+}
+
+/// [`gradient`], the angle's gradient ([`angle_gradient`]) and the softening `Phi`
+/// ([`softening`]) from one evaluation of the hinge at `x` (for Gauss-Newton Hessians).
+#[inline]
+pub fn gradient_angle_gradient_and_softening(
+    x: [DVec3; 4],
+    rest: &HingeRest,
+    kb: f64,
+) -> ([DVec3; 4], [DVec3; 4], f64) {
     let bent = bend(x, rest);
     let s = kb * rest.weight;
-    softened_square_gradient(&bent, wrap(bent.theta - rest.angle)).map(|gi| gi * s)
+    let g = softened_square_gradient(&bent, wrap(bent.theta - rest.angle)).map(|gi| gi * s);
+    (g, bent.gradient, bent.softening)
 }
 
 /// Position-based damping potential `W = 0.5 * c * weight * wrap(theta - prev_theta)^2 * Phi`,

@@ -124,10 +124,10 @@ impl LinearSystem {
                 b.materials.stiffness(e),
                 b.materials.damping(e),
             );
-            let g = bending::gradient(p, rest, kb);
-            let dtheta = bending::angle_gradient(p[0], p[1], p[2], p[3]);
+            let (g, dtheta, softening) =
+                bending::gradient_angle_gradient_and_softening(p, rest, kb);
             // Gauss-Newton: the softened hinge's stiffness along its angle gradient.
-            let scale = (h * h * 2.0 * kb * w + h * c * w) * bending::softening(p, rest);
+            let scale = (h * h * 2.0 * kb * w + h * c * w) * softening;
             for r in 0..4 {
                 self.rhs[verts[r] as usize] -= h * g[r];
                 for col in 0..4 {
