@@ -658,7 +658,7 @@ impl Simulation {
                 EventKind::Script => self.fire_script(id),
                 EventKind::Snapshot => self.fire_snapshot(id, t, sink)?,
                 EventKind::Certificate | EventKind::Penalty | EventKind::BroadPhase => {
-                    self.fire_contact(id, kind, t)?
+                    self.processed += self.fire_contact(id, kind, t)? as u64;
                 }
             }
             self.note_queue_size();
@@ -836,7 +836,9 @@ impl Simulation {
         self.queue_sizes += len as u64;
     }
 
-    fn fire_contact(&mut self, id: EventId, kind: EventKind, t: f64) -> Result<(), RunError> {
+    /// Fires contact event `id` (just popped) at `t`; returns how many more events than that
+    /// one it processed (per-pair penalty events due together, see `layer_events.rs`).
+    fn fire_contact(&mut self, id: EventId, kind: EventKind, t: f64) -> Result<usize, RunError> {
         let Some(contact) = &mut self.contact else {
             return Err(RunError::Internal {
                 time: t,
@@ -850,10 +852,12 @@ impl Simulation {
             queue: &mut self.queue,
         };
         match kind {
-            EventKind::Certificate => contact.fire_slab(payload, &self.state, t, sched),
+            EventKind::Certificate => contact
+                .fire_slab(payload, &self.state, t, sched)
+                .map(|()| 0),
             EventKind::BroadPhase => {
                 contact.fire_broad_phase(&self.state, t, sched);
-                Ok(())
+                Ok(0)
             }
             _ => contact.fire_layer(payload, &mut self.state, t, sched),
         }

@@ -100,7 +100,6 @@ pub(super) struct LayerLaw {
 /// whose velocities changed (for the caller to re-time their certificates).
 #[derive(Debug)]
 pub(super) struct LayerTick {
-    group: u32,
     layer: u32,
     members: Vec<Member>,
     /// Vertices whose velocity the tick changed, each once.
@@ -200,19 +199,33 @@ impl LayerTicks {
         Ok(())
     }
 
-    /// The first half of a tick of the penalty group whose event has payload `group` (one
-    /// layer's super-event, or one pair's layer): every member's impulse from the state before
-    /// the tick (feature pairs that do not own their contact point give none), then applied in
-    /// key order. Stops the run if a vertex is sped past what contact can resolve.
+    /// The penalty groups due together at `t` with the group of `payload`, whose event has just
+    /// popped (see [`LayerEvents::due_together`]); other events due with it are popped from
+    /// `sched`'s queue or queued back there.
+    pub(super) fn due_together(
+        &self,
+        payload: u32,
+        t: f64,
+        sched: &mut Scheduler<'_>,
+        batch: &mut Vec<u32>,
+    ) {
+        (self.events).due_together(payload, t, sched.table, sched.queue, batch);
+    }
+
+    /// The first half of a tick of the penalty groups whose events have payloads `batch` (one
+    /// layer's super-event, or the per-pair events of one layer due at one instant, from
+    /// [`Self::due_together`]): every member's impulse from the state before the tick (feature
+    /// pairs that do not own their contact point give none), then applied in key order. Stops
+    /// the run if a vertex is sped past what contact can resolve.
     pub(super) fn tick(
         &mut self,
-        group: u32,
+        batch: &[u32],
         pairs: &PairTable,
         surfaces: Surfaces<'_>,
         state: &mut VertexState,
         t: f64,
     ) -> Result<LayerTick, RunError> {
-        let (l, members) = self.events.take_members(group);
+        let (l, members) = self.events.take_members(batch);
         let params = self.params(l);
         let mut impulses = std::mem::take(&mut self.impulses);
         let frozen: &VertexState = state;
@@ -226,7 +239,7 @@ impl LayerTicks {
             impulses.clear();
             impulses.extend(members.iter().map(impulse));
         }
-        self.stats.penalty_events_per_layer[l as usize - 1] += 1;
+        self.stats.penalty_events_per_layer[l as usize - 1] += batch.len() as u64;
         self.stats.penalty_pair_ticks_per_layer[l as usize - 1] += members.len() as u64;
 
         self.vertex_epoch = self.vertex_epoch.wrapping_add(1);
@@ -265,7 +278,6 @@ impl LayerTicks {
             });
         }
         Ok(LayerTick {
-            group,
             layer: l,
             members,
             kicked,
@@ -296,7 +308,7 @@ impl LayerTicks {
 
     /// The end of a tick: members separating beyond `leave` times their deepest layer's
     /// thickness leave it (lazy deactivation; their ids go to `left`, to be certified again),
-    /// and the group's next tick is queued.
+    /// and the next tick of every group that keeps a member is queued.
     pub(super) fn finish(
         &mut self,
         tick: LayerTick,
@@ -306,7 +318,6 @@ impl LayerTicks {
         leave: f64,
     ) {
         let LayerTick {
-            group,
             layer: l,
             mut members,
             kicked,
@@ -327,7 +338,7 @@ impl LayerTicks {
             }
         }
         members.truncate(kept);
-        self.events.finish_tick(group, members, queue);
+        self.events.finish_tick(members, queue);
         self.kicked = kicked;
     }
 

@@ -126,6 +126,8 @@ pub(super) struct Contact {
     audit: Audit,
     /// Scratch: the members that left their layer at a tick.
     left: Vec<u32>,
+    /// Scratch: the payloads of the penalty events of one tick.
+    batch: Vec<u32>,
     /// Scratch: the pairs contingent on the vertices of a kick.
     contingent: Vec<u32>,
     broad_event: EventId,
@@ -292,6 +294,7 @@ impl Contact {
             energy_limit: EnergyLimit::new(setup.start_energy, setup.gravity),
             audit: Audit::default(),
             left: Vec::new(),
+            batch: Vec::new(),
             contingent: Vec::new(),
             short_circuit: setup.short_circuit,
             broad_event,
@@ -726,23 +729,30 @@ impl Contact {
         }
     }
 
-    /// A tick of the penalty group whose event has payload `group` (one layer's super-event,
-    /// or one pair's layer): the members' impulses are applied, the kicked vertices'
-    /// certificates are re-timed, and members that have left their deepest layer are dropped
-    /// (lazy deactivation) and certified again (logged, under speculative scheduling).
+    /// A tick of the penalty group whose event has payload `group`, just popped (one layer's
+    /// super-event, or one pair's layer together with the other per-pair events of its layer
+    /// due at `t`): the members' impulses are applied, the kicked vertices' certificates are
+    /// re-timed, and members that have left their deepest layer are dropped (lazy deactivation)
+    /// and certified again (logged, under speculative scheduling). Returns how many more events
+    /// than the one popped the tick processed.
     pub(super) fn fire_layer(
         &mut self,
         group: u32,
         state: &mut VertexState,
         t: f64,
         sched: &mut Scheduler<'_>,
-    ) -> Result<(), RunError> {
+    ) -> Result<usize, RunError> {
         let _zone = zone!("penalty");
         let surfaces = Surfaces {
             owners: &self.owners,
             topology: self.triangle_pairs.as_ref(),
         };
-        let tick = self.layers.tick(group, &self.pairs, surfaces, state, t)?;
+        let mut batch = std::mem::take(&mut self.batch);
+        self.layers.due_together(group, t, sched, &mut batch);
+        let tick = self.layers.tick(&batch, &self.pairs, surfaces, state, t);
+        let extra = batch.len() - 1;
+        self.batch = batch;
+        let tick = tick?;
         if let Some(log) = &mut self.speculative {
             log.kicked.clone_from(&tick.kicked);
         } else if !tick.kicked.is_empty() {
@@ -763,7 +773,7 @@ impl Contact {
             }
         }
         self.left = left;
-        Ok(())
+        Ok(extra)
     }
 
     /// Speculative scheduling: pair `id` has just left its deepest layer at `t` (beyond its

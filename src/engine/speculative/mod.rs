@@ -424,7 +424,7 @@ impl Speculative {
                     self.frames_emitted = sim.next_frame;
                 }
                 EventKind::Penalty => {
-                    sim.fire_contact(id, kind, t)?;
+                    sim.processed += sim.fire_contact(id, kind, t)? as u64;
                     if let Some(log) = sim.contact.as_mut().and_then(Contact::speculative_log) {
                         self.history.record(&sim.state, &log.kicked);
                     }
