@@ -1,8 +1,9 @@
 //! Broad-phase kernels (issue 4): the overlap interval of two moving volumes (AABB, 18-DOP,
-//! 26-DOP, sphere) and a full bottom-up refit of the hierarchy over a 100 x 100 sheet.
+//! 26-DOP, sphere), a full bottom-up refit of the hierarchy over a 100 x 100 sheet, and the
+//! near feature pairs of neighbouring groups of leaves on it, screened and tested whole.
 
 use acm::kds::bvh::Bvh;
-use acm::kds::kdop::{Aabb, Dop18, Dop26, Sphere, Volume};
+use acm::kds::kdop::{Aabb, AxisHint, Dop18, Dop26, Sphere, Volume};
 use acm::kds::leaves::{Leaves, References};
 use acm::mesh::{sheet, Topology};
 use acm::state::{VertexKind, VertexState};
@@ -53,12 +54,15 @@ fn overlaps(c: &mut Criterion) {
     overlap::<Sphere>(c, "sphere");
 }
 
-fn refit<V: Volume>(c: &mut Criterion, name: &str) {
+/// The leaves of a 100 x 100 sheet (80 cm square, rippled by up to `ripple` cm) whose vertices
+/// fall at seven speeds, and its vertex state.
+fn falling_sheet(ripple: f64) -> (Leaves, VertexState) {
     let mesh = sheet(100, 100, 80.0, 80.0).unwrap();
     let topology = Topology::build(&mesh).unwrap();
     let n = mesh.positions.len();
+    let rippled = |p: DVec3| p + DVec3::Y * ripple * (0.3 * p.x).sin() * (0.2 * p.z).cos();
     let state = VertexState {
-        x: mesh.positions.clone(),
+        x: mesh.positions.iter().map(|&p| rippled(p)).collect(),
         t: vec![0.0; n],
         v: (0..n)
             .map(|i| DVec3::new(0.0, -((i % 7) as f64), 0.1))
@@ -68,6 +72,12 @@ fn refit<V: Volume>(c: &mut Criterion, name: &str) {
         kind: vec![VertexKind::Free; n],
     };
     let leaves = Leaves::new(topology.edges.clone(), mesh.triangles.clone(), n);
+    (leaves, state)
+}
+
+fn refit<V: Volume>(c: &mut Criterion, name: &str) {
+    let (leaves, state) = falling_sheet(0.0);
+    let n = state.len();
     let centroids: Vec<DVec3> = (0..leaves.len() as u32)
         .map(|l| leaves.centroid(l, &state, 0.0))
         .collect();
@@ -92,5 +102,64 @@ fn refits(c: &mut Criterion) {
     refit::<Sphere>(c, "sphere");
 }
 
-criterion_group!(benches, overlaps, refits);
+/// The near feature pairs of groups of four consecutive leaves (neighbours on the sheet) against
+/// the next group and the group a row further, with the refit's pad (a `0.1` cm first layer):
+/// screened
+/// on two axes per group pair (`References::near_group_features`, what the separation list runs)
+/// and with a whole test of every feature pair; both find the same pairs.
+fn near_features(c: &mut Criterion) {
+    let (leaves, state) = falling_sheet(1.0);
+    let mut refs = References::new(state.len());
+    refs.reset_all(&state, 0.01);
+    let groups: Vec<Vec<u32>> = (0..leaves.len() as u32 / 4)
+        .map(|k| (4 * k..4 * k + 4).collect())
+        .collect();
+    let pairs: Vec<(&[u32], &[u32])> = (0..groups.len())
+        .flat_map(|k| [k + 1, k + 50].map(|m| (k, m)))
+        .filter(|&(_, m)| m < groups.len())
+        .map(|(k, m)| (&groups[k][..], &groups[m][..]))
+        .collect();
+    let hints = [AxisHint::new(true), AxisHint::new(true)];
+    let hints = [&hints[0], &hints[1]];
+    let (pad, span) = (0.075, (0.0, 0.01));
+    let screened = || {
+        let mut found = 0usize;
+        for &(a, b) in &pairs {
+            let each = |_| true;
+            refs.near_group_features::<Dop18>(
+                &leaves,
+                (a, Some(b)),
+                pad,
+                span,
+                hints,
+                each,
+                &mut |_| found += 1,
+            );
+        }
+        found
+    };
+    let whole = || {
+        let mut found = 0usize;
+        for &(a, b) in &pairs {
+            leaves.group_features(a, Some(b), &mut |k| {
+                found += usize::from(refs.near::<Dop18>(&leaves, k, pad, span, hints));
+            });
+        }
+        found
+    };
+    assert_eq!(screened(), whole(), "the screen changed the pairs found");
+    let mut group = c.benchmark_group("broad_phase");
+    group.sample_size(20);
+    group.measurement_time(std::time::Duration::from_secs(2));
+    group.throughput(Throughput::Elements(pairs.len() as u64));
+    group.bench_function("near_features_screened_kdop18", |b| {
+        b.iter(|| black_box(screened()))
+    });
+    group.bench_function("near_features_whole_kdop18", |b| {
+        b.iter(|| black_box(whole()))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, overlaps, refits, near_features);
 criterion_main!(benches);

@@ -25,7 +25,9 @@ use glam::{DVec3, Vec3};
 /// so the answer is the same bits in any axis order: only its cost depends on the hint.
 ///
 /// Each rayon worker keeps its own slot, on its own cache line: one shared byte written by every
-/// test made two threads slower than one thread without hints (measured on `drape_100k`).
+/// test made two threads slower than one thread without hints (measured on `drape_100k`). A slot
+/// holds the last two axes promoted: the low four bits the first to try, the high four the one
+/// before it (the second screening axis of [`Volume::screening_axes`]).
 #[derive(Debug)]
 pub struct AxisHint {
     slots: [CachePadded<AtomicU8>; HINT_SLOTS],
@@ -60,7 +62,13 @@ impl AxisHint {
     /// The axis to try first, below `axes`.
     #[inline]
     fn first(&self, axes: usize) -> usize {
-        (self.slot().load(Ordering::Relaxed) as usize).min(axes - 1)
+        (self.slot().load(Ordering::Relaxed) as usize & 15).min(axes - 1)
+    }
+
+    /// The axis promoted before the first one, below `axes`.
+    #[inline]
+    fn second(&self, axes: usize) -> usize {
+        (self.slot().load(Ordering::Relaxed) as usize >> 4).min(axes - 1)
     }
 
     /// Records that axis `j` separated.
@@ -68,8 +76,9 @@ impl AxisHint {
     fn promote(&self, j: usize) {
         if self.adaptive {
             let slot = self.slot();
-            if slot.load(Ordering::Relaxed) != j as u8 {
-                slot.store(j as u8, Ordering::Relaxed);
+            let old = slot.load(Ordering::Relaxed);
+            if old & 15 != j as u8 {
+                slot.store((old & 15) << 4 | j as u8, Ordering::Relaxed);
             }
         }
     }
@@ -136,6 +145,13 @@ pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
         hint: &AxisHint,
     ) -> Option<(f64, f64)>;
 
+    /// Two axes on which [`AxisExtent::apart`] settles most [`paths_meet`](Self::paths_meet)
+    /// tests before the whole one, for k-DOPs the last two that `hint` promoted (`None`: no such
+    /// axes). Whatever is apart on one of them, `paths_meet` finds apart.
+    fn screening_axes(_hint: &AxisHint) -> Option<[DVec3; 2]> {
+        None
+    }
+
     /// Whether the point `p` lies inside at time `s`, at least `margin` from the boundary.
     fn holds_point(&self, p: DVec3, margin: f64, s: f64, t_end: f64) -> bool;
 
@@ -197,6 +213,113 @@ impl Path {
     #[inline]
     pub fn at(&self, s: f64, t_end: f64) -> DVec3 {
         self.end + (s - t_end) * self.vel.as_dvec3()
+    }
+}
+
+/// A union of reference paths projected on one axis over a span `[t, t_end]`: its lower and
+/// upper projections at `t` and at `t_end`. Each path's projection is linear in time, so the
+/// union's lower bound is concave and its upper bound convex between the two ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AxisExtent {
+    lo0: f64,
+    lo1: f64,
+    hi0: f64,
+    hi1: f64,
+}
+
+impl AxisExtent {
+    /// The extent of no path (the unit of [`union`](Self::union)).
+    pub const EMPTY: Self = Self {
+        lo0: f64::INFINITY,
+        lo1: f64::INFINITY,
+        hi0: f64::NEG_INFINITY,
+        hi1: f64::NEG_INFINITY,
+    };
+
+    /// The union of the extents of `paths` on axis `d`, with `u = t - t_end`.
+    #[inline]
+    pub fn of_paths(paths: &[&Path], d: DVec3, u: f64) -> Self {
+        (paths.iter()).fold(Self::EMPTY, |e, p| {
+            let x1 = d.dot(p.end);
+            let x0 = x1 + u * d.dot(p.vel.as_dvec3());
+            Self {
+                lo0: e.lo0.min(x0),
+                lo1: e.lo1.min(x1),
+                hi0: e.hi0.max(x0),
+                hi1: e.hi1.max(x1),
+            }
+        })
+    }
+
+    /// The extent of both unions: the same bits as [`of_paths`](Self::of_paths) of both lists.
+    #[inline]
+    pub fn union(&self, other: &Self) -> Self {
+        Self {
+            lo0: self.lo0.min(other.lo0),
+            lo1: self.lo1.min(other.lo1),
+            hi0: self.hi0.max(other.hi0),
+            hi1: self.hi1.max(other.hi1),
+        }
+    }
+
+    /// Whether the two unions, each grown by `pad`, stay apart on this axis over the whole span:
+    /// the test that settles most calls of [`Volume::paths_meet`] for k-DOPs, with the same
+    /// arithmetic.
+    #[inline]
+    pub fn apart(&self, other: &Self, pad: f64) -> bool {
+        Self::gaps_apart(&self.gaps(other, pad))
+    }
+
+    /// [`apart`](Self::apart) with the growth of [`growth`](Self::growth)`(pad, bound)`. Where
+    /// `bound` is at least the two extents' [`magnitude`](Self::magnitude), the growth is at
+    /// least `apart`'s, and rounding is monotonic, so whatever this finds apart `apart` finds
+    /// apart too.
+    #[inline]
+    pub fn apart_grown(&self, other: &Self, growth: f64) -> bool {
+        Self::gaps_apart(&self.gaps_grown(other, growth))
+    }
+
+    /// The largest magnitude of the extent's ends.
+    #[inline]
+    pub fn magnitude(&self) -> f64 {
+        (self.lo0.abs().max(self.lo1.abs())).max(self.hi0.abs().max(self.hi1.abs()))
+    }
+
+    /// How much a gap between two unions grown by `pad` grows, at coordinates of magnitude up
+    /// to `bound`: both pads and the rounding tolerance.
+    #[inline]
+    pub fn growth(pad: f64, bound: f64) -> f64 {
+        2.0 * pad + TOLERANCE * (1.0 + pad + bound)
+    }
+
+    /// The two gaps between the unions grown by `pad` (above `self`, above `other`), at `t` and
+    /// at `t_end`: the unions overlap on this axis where both are non-negative.
+    #[inline]
+    fn gaps(&self, other: &Self, pad: f64) -> [(f64, f64); 2] {
+        let (a, b) = (self, other);
+        let bound = a
+            .lo0
+            .abs()
+            .max(a.hi1.abs())
+            .max(b.lo0.abs())
+            .max(b.hi1.abs());
+        self.gaps_grown(other, Self::growth(pad, bound))
+    }
+
+    /// [`gaps`](Self::gaps) with the growth given.
+    #[inline]
+    fn gaps_grown(&self, other: &Self, growth: f64) -> [(f64, f64); 2] {
+        let (a, b) = (self, other);
+        [
+            (a.hi0 - b.lo0 + growth, a.hi1 - b.lo1 + growth),
+            (b.hi0 - a.lo0 + growth, b.hi1 - a.lo1 + growth),
+        ]
+    }
+
+    /// A gap negative at both ends is negative throughout: apart, with no division.
+    #[inline]
+    fn gaps_apart(gaps: &[(f64, f64); 2]) -> bool {
+        gaps.iter().any(|&(g0, g1)| g0 < 0.0 && g1 < 0.0)
     }
 }
 
@@ -628,28 +751,10 @@ impl<const A: usize> Volume for Dop<A> {
         for k in 0..A {
             let j = rotated(first, k, A);
             let d = axis(j);
-            // (lower at t, lower at t_end, upper at t, upper at t_end) of the projections.
-            let ends = |ps: &[&Path]| {
-                let inf = f64::INFINITY;
-                ps.iter()
-                    .fold((inf, inf, -inf, -inf), |(lo0, lo1, hi0, hi1), p| {
-                        let x1 = d.dot(p.end);
-                        let x0 = x1 + u * d.dot(p.vel.as_dvec3());
-                        (lo0.min(x0), lo1.min(x1), hi0.max(x0), hi1.max(x1))
-                    })
-            };
-            let (alo0, alo1, ahi0, ahi1) = ends(a);
-            let (blo0, blo1, bhi0, bhi1) = ends(b);
-            let scale = 1.0 + pad + alo0.abs().max(ahi1.abs()).max(blo0.abs()).max(bhi1.abs());
-            // Each side is grown by `pad`.
-            let grow = 2.0 * pad + TOLERANCE * scale;
-            let gaps = [
-                (ahi0 - blo0 + grow, ahi1 - blo1 + grow),
-                (bhi0 - alo0 + grow, bhi1 - alo1 + grow),
-            ];
-            // A gap negative at both ends is negative throughout: apart, with no division
-            // (nearly all tests end here, at their first axis).
-            let apart = gaps.iter().any(|&(g0, g1)| g0 < 0.0 && g1 < 0.0);
+            let ea = AxisExtent::of_paths(a, d, u);
+            let gaps = ea.gaps(&AxisExtent::of_paths(b, d, u), pad);
+            // Nearly all tests end here, at their first axis.
+            let apart = AxisExtent::gaps_apart(&gaps);
             if !apart {
                 for (g0, g1) in gaps {
                     clip_linear(g0, g1 - g0, &mut lo, &mut hi);
@@ -661,6 +766,10 @@ impl<const A: usize> Volume for Dop<A> {
             }
         }
         true
+    }
+
+    fn screening_axes(hint: &AxisHint) -> Option<[DVec3; 2]> {
+        Some([axis(hint.first(A)), axis(hint.second(A))])
     }
 
     fn holds_point(&self, p: DVec3, margin: f64, s: f64, t_end: f64) -> bool {
@@ -1025,6 +1134,32 @@ mod tests {
                 Dop18::paths_meet(&pa, &pb, 0.1, (t, t_end), &hint),
                 Dop18::paths_meet(&pa, &pb, 0.1, (t, t_end), &FIXED_AXES)
             );
+        }
+
+        /// What the one-axis screen finds apart, the whole path test finds apart, also with the
+        /// growth of any bound above the extents' magnitude.
+        #[test]
+        fn one_axis_apart_means_the_paths_do_not_meet(
+            a in trajectories(), b in trajectories(), t in 0.0..2.0f64, span in 1e-3..1.0f64,
+            pad in 0.0..0.5f64, first in 0usize..9, looser in 0.0..10.0f64,
+        ) {
+            let t_end = t + span;
+            let (pa, pb) = (paths(&a, t, t_end), paths(&b, t, t_end));
+            let (pa, pb) = (refs(&pa), refs(&pb));
+            let d = axis(first);
+            let (ea, eb) = (AxisExtent::of_paths(&pa, d, t - t_end), AxisExtent::of_paths(&pb, d, t - t_end));
+            let meet = Dop18::paths_meet(&pa, &pb, pad, (t, t_end), &FIXED_AXES);
+            let bound = ea.magnitude().max(eb.magnitude()) * (1.0 + looser);
+            if ea.apart(&eb, pad) || ea.apart_grown(&eb, AxisExtent::growth(pad, bound)) {
+                prop_assert!(!meet);
+            }
+            // The same answer from the screening axis of a hint that starts there.
+            let hint = AxisHint::new(true);
+            hint.slot().store(first as u8, Ordering::Relaxed);
+            prop_assert_eq!(Dop18::screening_axes(&hint).map(|a| a[0]), Some(d));
+            // A promotion makes the old first axis the second.
+            hint.promote((first + 1) % 9);
+            prop_assert_eq!(Dop18::screening_axes(&hint), Some([axis((first + 1) % 9), d]));
         }
 
         /// The k-DOP path test is conservative: two points of the paths' hulls closer than

@@ -622,11 +622,34 @@ impl<V: Volume> SeparationList<V> {
     /// Calls `found` for the feature pairs of leaf nodes `a` and `b` that may come within
     /// `eta1` before the horizon's end ([`References::near`]).
     fn hand_over(&self, a: u32, b: u32, found: &mut impl FnMut(PairKey)) {
-        self.node_features(a, b, &mut |k| {
-            if self.near(k) {
-                found(k);
-            }
-        });
+        self.near_node_features(a, b, |_| true, found);
+    }
+
+    /// Calls `found` for the feature pairs of leaf nodes `a` and `b` with a vertex that `marked`
+    /// holds that may come within `eta1` before the horizon's end
+    /// ([`References::near_group_features`]).
+    fn near_node_features(
+        &self,
+        a: u32,
+        b: u32,
+        marked: impl Fn(u32) -> bool,
+        found: &mut impl FnMut(PairKey),
+    ) {
+        let (Some(ba), Some(bb)) = (self.bvh.bucket(a), self.bvh.bucket(b)) else {
+            return;
+        };
+        let [vt, ee] = &self.near_axes;
+        let span = (self.now, self.t_end);
+        let buckets = (ba, (a != b).then_some(bb));
+        (self.refs).near_group_features::<V>(
+            &self.leaves,
+            buckets,
+            self.pad(),
+            span,
+            [vt, ee],
+            marked,
+            found,
+        );
     }
 
     /// [`References::near`] over the current horizon.
@@ -675,16 +698,8 @@ impl<V: Volume> SeparationList<V> {
     fn hand_over_again(&self, n: u32, found: &mut impl FnMut(PairKey)) {
         let refitted = |m: u32| self.node_stamp[m as usize] == self.epoch;
         for m in self.open_partners(n).filter(|&m| m >= n || !refitted(m)) {
-            self.node_features(n, m, &mut |k| {
-                let moved = self
-                    .leaves
-                    .key_vertices(k)
-                    .iter()
-                    .any(|&v| self.vertex_stamp[v as usize] == self.epoch);
-                if moved && self.near(k) {
-                    found(k);
-                }
-            });
+            let moved = |v: u32| self.vertex_stamp[v as usize] == self.epoch;
+            self.near_node_features(n, m, moved, found);
         }
     }
 
