@@ -431,18 +431,26 @@ struct GroupExtents {
 }
 
 impl GroupExtents {
-    /// The extents of `g`'s vertices and triangles on the axes `vt` and of its edges on the axes
-    /// `ee`, at `u = t - t_end`.
-    fn of(g: &Group, refs: &References, [vt, ee]: [[DVec3; 2]; 2], u: f64) -> Self {
-        let mut out = Self {
-            verts: [[AxisExtent::EMPTY; 3 * MAX_GROUP]; 2],
-            tris: [[AxisExtent::EMPTY; MAX_GROUP]; 2],
-            edges: [[AxisExtent::EMPTY; 3 * MAX_GROUP]; 2],
-            vert_tris: g.vert_tris,
-            edge_tris: g.edge_tris,
-            tri_count: g.tris().len(),
-            magnitude: 0.0,
-        };
+    /// Extents of no group, to be [`fill`](Self::fill)ed in place (they are 2 KB, and were
+    /// copied when returned).
+    const EMPTY: Self = Self {
+        verts: [[AxisExtent::EMPTY; 3 * MAX_GROUP]; 2],
+        tris: [[AxisExtent::EMPTY; MAX_GROUP]; 2],
+        edges: [[AxisExtent::EMPTY; 3 * MAX_GROUP]; 2],
+        vert_tris: [0; 3 * MAX_GROUP],
+        edge_tris: [0; 3 * MAX_GROUP],
+        tri_count: 0,
+        magnitude: 0.0,
+    };
+
+    /// Sets these to the extents of `g`'s vertices and triangles on the axes `vt` and of its
+    /// edges on the axes `ee`, at `u = t - t_end`.
+    fn fill(&mut self, g: &Group, refs: &References, [vt, ee]: [[DVec3; 2]; 2], u: f64) {
+        let out = self;
+        out.vert_tris = g.vert_tris;
+        out.edge_tris = g.edge_tris;
+        out.tri_count = g.tris().len();
+        out.magnitude = 0.0;
         let mut on_ee = [AxisExtent::EMPTY; 3 * MAX_GROUP];
         for n in 0..2 {
             let (verts, tris, edges) = (&mut out.verts[n], &mut out.tris[n], &mut out.edges[n]);
@@ -473,7 +481,6 @@ impl GroupExtents {
                 .map(AxisExtent::magnitude);
             out.magnitude = listed.fold(out.magnitude, f64::max);
         }
-        out
     }
 }
 
@@ -730,12 +737,14 @@ impl References {
             return;
         }
         let axes = V::screening_axes(hints[0]).zip(V::screening_axes(hints[1]));
-        let extents = axes.map(|(vt, ee)| {
-            let of = |g: &Group| GroupExtents::of(g, self, [vt, ee], span.0 - span.1);
-            (of(&ga), gb.as_ref().map(of))
+        let (mut ea, mut eb) = (GroupExtents::EMPTY, GroupExtents::EMPTY);
+        let screen = axes.map(|(vt, ee)| {
+            ea.fill(&ga, self, [vt, ee], span.0 - span.1);
+            if let Some(g) = &gb {
+                eb.fill(g, self, [vt, ee], span.0 - span.1);
+            }
+            Screen::new(&ea, if gb.is_some() { &eb } else { &ea }, pad)
         });
-        let screen =
-            (extents.as_ref()).map(|(ea, eb)| Screen::new(ea, eb.as_ref().unwrap_or(ea), pad));
         leaves.group_pairs(&ga, gb.as_ref(), screen, &mut |key| {
             if self.near::<V>(leaves, key, pad, span, hints) {
                 found(key);
