@@ -145,9 +145,10 @@ pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
         hint: &AxisHint,
     ) -> Option<(f64, f64)>;
 
-    /// Two axes on which [`AxisExtent::apart`] settles most [`paths_meet`](Self::paths_meet)
-    /// tests before the whole one, for k-DOPs the last two that `hint` promoted (`None`: no such
-    /// axes). Whatever is apart on one of them, `paths_meet` finds apart.
+    /// Two axes on which [`AxisExtent::apart_grown`] settles most
+    /// [`paths_meet`](Self::paths_meet) tests before the whole one, for k-DOPs the last two that
+    /// `hint` promoted (`None`: no such axes). Whatever is apart on one of them, `paths_meet`
+    /// finds apart.
     fn screening_axes(_hint: &AxisHint) -> Option<[DVec3; 2]> {
         None
     }
@@ -262,18 +263,11 @@ impl AxisExtent {
         }
     }
 
-    /// Whether the two unions, each grown by `pad`, stay apart on this axis over the whole span:
-    /// the test that settles most calls of [`Volume::paths_meet`] for k-DOPs, with the same
-    /// arithmetic.
-    #[inline]
-    pub fn apart(&self, other: &Self, pad: f64) -> bool {
-        Self::gaps_apart(&self.gaps(other, pad))
-    }
-
-    /// [`apart`](Self::apart) with the growth of [`growth`](Self::growth)`(pad, bound)`. Where
-    /// `bound` is at least the two extents' [`magnitude`](Self::magnitude), the growth is at
-    /// least `apart`'s, and rounding is monotonic, so whatever this finds apart `apart` finds
-    /// apart too.
+    /// Whether the two unions stay apart on this axis over the whole span, with the gap between
+    /// them grown by `growth` ([`growth`](Self::growth)`(pad, bound)` for unions grown by `pad`).
+    /// Where `bound` is at least the two extents' [`magnitude`](Self::magnitude), the growth is
+    /// at least that of [`Volume::paths_meet`]'s test on this axis and rounding is monotonic, so
+    /// whatever this finds apart, `paths_meet` finds apart too.
     #[inline]
     pub fn apart_grown(&self, other: &Self, growth: f64) -> bool {
         Self::gaps_apart(&self.gaps_grown(other, growth))
@@ -1150,10 +1144,11 @@ mod tests {
             let (ea, eb) = (AxisExtent::of_paths(&pa, d, t - t_end), AxisExtent::of_paths(&pb, d, t - t_end));
             let meet = Dop18::paths_meet(&pa, &pb, pad, (t, t_end), &FIXED_AXES);
             let bound = ea.magnitude().max(eb.magnitude()) * (1.0 + looser);
-            if ea.apart(&eb, pad) || ea.apart_grown(&eb, AxisExtent::growth(pad, bound)) {
+            let apart = AxisExtent::gaps_apart(&ea.gaps(&eb, pad));
+            if apart || ea.apart_grown(&eb, AxisExtent::growth(pad, bound)) {
                 prop_assert!(!meet);
             }
-            // The same answer from the screening axis of a hint that starts there.
+            // The first screening axis is the one the hint tries first.
             let hint = AxisHint::new(true);
             hint.slot().store(first as u8, Ordering::Relaxed);
             prop_assert_eq!(Dop18::screening_axes(&hint).map(|a| a[0]), Some(d));

@@ -421,11 +421,6 @@ struct GroupExtents {
     verts: [[AxisExtent; 3 * MAX_GROUP]; 2],
     tris: [[AxisExtent; MAX_GROUP]; 2],
     edges: [[AxisExtent; 3 * MAX_GROUP]; 2],
-    /// The group's triangles holding each vertex and each edge ([`Group::vert_tris`]).
-    vert_tris: [u8; 3 * MAX_GROUP],
-    edge_tris: [u8; 3 * MAX_GROUP],
-    /// How many triangles.
-    tri_count: usize,
     /// The largest magnitude of the vertices' extents on every axis, so of every extent's.
     magnitude: f64,
 }
@@ -437,9 +432,6 @@ impl GroupExtents {
         verts: [[AxisExtent::EMPTY; 3 * MAX_GROUP]; 2],
         tris: [[AxisExtent::EMPTY; MAX_GROUP]; 2],
         edges: [[AxisExtent::EMPTY; 3 * MAX_GROUP]; 2],
-        vert_tris: [0; 3 * MAX_GROUP],
-        edge_tris: [0; 3 * MAX_GROUP],
-        tri_count: 0,
         magnitude: 0.0,
     };
 
@@ -447,9 +439,6 @@ impl GroupExtents {
     /// edges on the axes `ee`, at `u = t - t_end`.
     fn fill(&mut self, g: &Group, refs: &References, [vt, ee]: [[DVec3; 2]; 2], u: f64) {
         let out = self;
-        out.vert_tris = g.vert_tris;
-        out.edge_tris = g.edge_tris;
-        out.tri_count = g.tris().len();
         out.magnitude = 0.0;
         let mut on_ee = [AxisExtent::EMPTY; 3 * MAX_GROUP];
         for n in 0..2 {
@@ -490,26 +479,37 @@ impl GroupExtents {
 /// is apart), then by their own extents; both with one growth for the whole group pair, at least
 /// that of each pair's own test ([`AxisExtent::apart_grown`]).
 struct Screen<'a> {
-    a: &'a GroupExtents,
-    b: &'a GroupExtents,
+    /// The two groups and their extents.
+    a: (&'a Group, &'a GroupExtents),
+    b: (&'a Group, &'a GroupExtents),
     growth: f64,
     /// For each triangle of `b`, the triangles of `a` apart from it.
     apart_from_b: [u8; MAX_GROUP],
     /// For each triangle of `a`, the triangles of `b` apart from it.
     apart_from_a: [u8; MAX_GROUP],
+    /// For each edge of `b`, the triangles of `a` apart from a triangle holding it.
+    apart_from_b_edge: [u8; 3 * MAX_GROUP],
 }
 
 impl<'a> Screen<'a> {
-    /// The screen of the groups with extents `a` and `b`, each side grown by `pad`.
-    fn new(a: &'a GroupExtents, b: &'a GroupExtents, pad: f64) -> Self {
-        let growth = AxisExtent::growth(pad, a.magnitude.max(b.magnitude));
+    /// The screen of groups `a` and `b` with their extents, each side grown by `pad`.
+    fn new(a: (&'a Group, &'a GroupExtents), b: (&'a Group, &'a GroupExtents), pad: f64) -> Self {
+        let growth = AxisExtent::growth(pad, a.1.magnitude.max(b.1.magnitude));
         let (mut apart_from_b, mut apart_from_a) = ([0u8; MAX_GROUP], [0u8; MAX_GROUP]);
-        for (i, ta) in a.tris[0][..a.tri_count].iter().enumerate() {
-            for (k, tb) in b.tris[0][..b.tri_count].iter().enumerate() {
+        for (i, ta) in a.1.tris[0][..a.0.tris().len()].iter().enumerate() {
+            for (k, tb) in b.1.tris[0][..b.0.tris().len()].iter().enumerate() {
                 if ta.apart_grown(tb, growth) {
                     apart_from_b[k] |= 1 << i;
                     apart_from_a[i] |= 1 << k;
                 }
+            }
+        }
+        let mut apart_from_b_edge = [0u8; 3 * MAX_GROUP];
+        for (x, &tris) in apart_from_b_edge.iter_mut().zip(&b.0.edge_tris) {
+            let mut rest = tris;
+            while rest != 0 {
+                *x |= apart_from_b[rest.trailing_zeros() as usize];
+                rest &= rest - 1;
             }
         }
         Self {
@@ -518,6 +518,7 @@ impl<'a> Screen<'a> {
             growth,
             apart_from_b,
             apart_from_a,
+            apart_from_b_edge,
         }
     }
 
@@ -525,28 +526,23 @@ impl<'a> Screen<'a> {
     /// of the other.
     #[inline]
     fn vertex_triangle(&self, flip: bool, v: usize, t: usize) -> bool {
-        let (g, h, apart_from_h) = if flip {
+        let ((g, eg), (_, eh), apart_from_h) = if flip {
             (self.b, self.a, &self.apart_from_a)
         } else {
             (self.a, self.b, &self.apart_from_b)
         };
         g.vert_tris[v] & apart_from_h[t] != 0
-            || g.verts[0][v].apart_grown(&h.tris[0][t], self.growth)
-            || g.verts[1][v].apart_grown(&h.tris[1][t], self.growth)
+            || eg.verts[0][v].apart_grown(&eh.tris[0][t], self.growth)
+            || eg.verts[1][v].apart_grown(&eh.tris[1][t], self.growth)
     }
 
     /// Whether edge `e` of the first group is apart from edge `f` of the second.
     #[inline]
     fn edge_edge(&self, e: usize, f: usize) -> bool {
-        let mut of_f = self.b.edge_tris[f];
-        let mut apart_from_f = 0;
-        while of_f != 0 {
-            apart_from_f |= self.apart_from_b[of_f.trailing_zeros() as usize];
-            of_f &= of_f - 1;
-        }
-        self.a.edge_tris[e] & apart_from_f != 0
-            || self.a.edges[0][e].apart_grown(&self.b.edges[0][f], self.growth)
-            || self.a.edges[1][e].apart_grown(&self.b.edges[1][f], self.growth)
+        let ((ga, ea), (_, eb)) = (self.a, self.b);
+        ga.edge_tris[e] & self.apart_from_b_edge[f] != 0
+            || ea.edges[0][e].apart_grown(&eb.edges[0][f], self.growth)
+            || ea.edges[1][e].apart_grown(&eb.edges[1][f], self.growth)
     }
 }
 
@@ -608,9 +604,10 @@ impl Group {
             for e in leaves.leaf_edges[i].into_iter().filter(|&e| e != NONE) {
                 let k = add(&mut g.edges, &mut g.len[1], e);
                 g.edge_tris[k] |= bit;
-                let [a, b] = leaves.edges[e as usize];
-                g.marked[1] |= u16::from(marked(a) || marked(b)) << k;
-                g.edge_verts[k] = [place(a), place(b)];
+                let ends = leaves.edges[e as usize].map(place);
+                let marked_end = ends.iter().any(|&p| g.marked[0] >> p & 1 != 0);
+                g.marked[1] |= u16::from(marked_end) << k;
+                g.edge_verts[k] = ends;
             }
         }
         g
@@ -743,7 +740,8 @@ impl References {
             if let Some(g) = &gb {
                 eb.fill(g, self, [vt, ee], span.0 - span.1);
             }
-            Screen::new(&ea, if gb.is_some() { &eb } else { &ea }, pad)
+            let b = gb.as_ref().map_or((&ga, &ea), |g| (g, &eb));
+            Screen::new((&ga, &ea), b, pad)
         });
         leaves.group_pairs(&ga, gb.as_ref(), screen, &mut |key| {
             if self.near::<V>(leaves, key, pad, span, hints) {
