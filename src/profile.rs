@@ -11,13 +11,19 @@
 //! - **Headless trace** ([`start_trace`] / [`finish_trace`], `acm run --trace FILE`): zones are
 //!   timed into per-thread buffers and written as a Chrome/Perfetto JSON trace, plus a total per
 //!   zone name. Off by default; then a zone costs one relaxed atomic load.
+//!
+//! A zone whose name ends in `_task` is one worker's share of a parallel phase. The headless
+//! trace also times every other zone *outside tasks*: its time minus the time its own thread
+//! spent in task zones meanwhile. Summed over the outermost zones, that is the time the thread
+//! that runs the loop did not spend on a share of parallel work: serial work, waiting at a
+//! join for the other workers, and parallel work that opens no task zone.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Opens a profiling zone named by a string literal until the returned guard drops: a Tracy span
 /// and a `tracing` span when those features are on, and a timed record while a headless trace
@@ -45,6 +51,42 @@ static TRACE: Mutex<Option<Trace>> = Mutex::new(None);
 
 thread_local! {
     static BUFFER: RefCell<Vec<Record>> = const { RefCell::new(Vec::new()) };
+    static NESTING: Cell<Nesting> = const { Cell::new(Nesting::NONE) };
+}
+
+/// Whether zone `name` is one worker's share of a parallel phase.
+fn is_task(name: &str) -> bool {
+    name.ends_with("_task")
+}
+
+/// A thread's open timed zones: how many, how many of them tasks, and the time the thread has
+/// spent in outermost task zones so far.
+#[derive(Clone, Copy, Debug)]
+struct Nesting {
+    zones: u32,
+    tasks: u32,
+    in_tasks: Duration,
+}
+
+impl Nesting {
+    const NONE: Self = Self {
+        zones: 0,
+        tasks: 0,
+        in_tasks: Duration::ZERO,
+    };
+}
+
+/// A timed zone while it is open.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Opened {
+    name: &'static str,
+    start: Instant,
+    /// The thread's time in task zones when this zone opened.
+    in_tasks: Duration,
+    /// Opened with no other zone open on its thread.
+    outermost: bool,
+    /// Opened inside a task zone (or is one): none of its time is outside tasks.
+    in_task: bool,
 }
 
 /// One closed zone.
@@ -53,6 +95,9 @@ struct Record {
     name: &'static str,
     start: Instant,
     end: Instant,
+    /// Its time minus its thread's time in task zones meanwhile.
+    outside_tasks: Duration,
+    outermost: bool,
 }
 
 /// Everything the trace has collected so far.
@@ -60,7 +105,18 @@ struct Record {
 struct Trace {
     origin: Instant,
     records: Vec<(u64, Record)>,
-    totals: BTreeMap<&'static str, ZoneTotal>,
+    totals: TraceTotals,
+}
+
+/// The totals of a headless trace.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct TraceTotals {
+    /// Per zone name.
+    pub zones: BTreeMap<&'static str, ZoneTotal>,
+    /// The outermost zones' time outside tasks, summed (s): on the thread that runs the loop,
+    /// the time of the zones it opened that was not a share of parallel work (see the module
+    /// docs).
+    pub outside_tasks: f64,
 }
 
 /// How often a zone was opened and how long it stayed open, summed.
@@ -70,6 +126,8 @@ pub struct ZoneTotal {
     pub count: u64,
     /// Their inclusive time, summed (s).
     pub seconds: f64,
+    /// Their time outside task zones on their own threads, summed (s); zero for task zones.
+    pub outside_tasks: f64,
 }
 
 /// A profiling zone (see the module docs); closes when dropped. Open one with `zone!`.
@@ -81,17 +139,32 @@ pub struct Zone {
     /// The `tracing` span, entered.
     #[cfg(feature = "tracing")]
     pub(crate) _tracing: tracing::span::EnteredSpan,
-    /// Name and start while a headless trace runs.
-    pub(crate) timed: Option<(&'static str, Instant)>,
+    /// The zone as opened while a headless trace runs.
+    pub(crate) timed: Option<Opened>,
 }
 
 impl Zone {
-    /// The name and start of zone `name` if a headless trace is running.
+    /// Opens zone `name` for the headless trace if one is running.
     #[inline]
-    pub(crate) fn timed(name: &'static str) -> Option<(&'static str, Instant)> {
-        TRACING
-            .load(Ordering::Relaxed)
-            .then(|| (name, Instant::now()))
+    pub(crate) fn timed(name: &'static str) -> Option<Opened> {
+        if !TRACING.load(Ordering::Relaxed) {
+            return None;
+        }
+        let task = is_task(name);
+        Some(NESTING.with(|cell| {
+            let mut nesting = cell.get();
+            let opened = Opened {
+                name,
+                start: Instant::now(),
+                in_tasks: nesting.in_tasks,
+                outermost: nesting.zones == 0,
+                in_task: task || nesting.tasks > 0,
+            };
+            nesting.zones += 1;
+            nesting.tasks += u32::from(task);
+            cell.set(nesting);
+            opened
+        }))
     }
 }
 
@@ -104,11 +177,36 @@ impl std::fmt::Debug for Zone {
 impl Drop for Zone {
     #[inline]
     fn drop(&mut self) {
-        if let Some((name, start)) = self.timed {
+        if let Some(opened) = self.timed {
             let end = Instant::now();
+            let time = end - opened.start;
+            let in_tasks = NESTING.with(|cell| {
+                let mut nesting = cell.get();
+                nesting.zones -= 1;
+                if is_task(opened.name) {
+                    nesting.tasks -= 1;
+                    if nesting.tasks == 0 {
+                        nesting.in_tasks += time;
+                    }
+                }
+                cell.set(nesting);
+                nesting.in_tasks
+            });
+            let outside_tasks = if opened.in_task {
+                Duration::ZERO
+            } else {
+                time.saturating_sub(in_tasks - opened.in_tasks)
+            };
+            let record = Record {
+                name: opened.name,
+                start: opened.start,
+                end,
+                outside_tasks,
+                outermost: opened.outermost,
+            };
             let full = BUFFER.with(|b| {
                 let mut b = b.borrow_mut();
-                b.push(Record { name, start, end });
+                b.push(record);
                 b.len() >= 4096
             });
             if full {
@@ -131,9 +229,13 @@ pub(crate) fn flush_thread() {
     };
     let thread = thread_id();
     for r in records {
-        let total = trace.totals.entry(r.name).or_default();
+        let total = trace.totals.zones.entry(r.name).or_default();
         total.count += 1;
         total.seconds += (r.end - r.start).as_secs_f64();
+        total.outside_tasks += r.outside_tasks.as_secs_f64();
+        if r.outermost {
+            trace.totals.outside_tasks += r.outside_tasks.as_secs_f64();
+        }
         if trace.records.len() < TRACE_RECORD_LIMIT {
             trace.records.push((thread, r));
         }
@@ -173,18 +275,19 @@ pub fn start_trace() {
     *guard = Some(Trace {
         origin: Instant::now(),
         records: Vec::new(),
-        totals: BTreeMap::new(),
+        totals: TraceTotals::default(),
     });
     TRACING.store(true, Ordering::Relaxed);
 }
 
 /// Stops collecting and writes the trace as Chrome/Perfetto JSON (open it in
-/// `ui.perfetto.dev` or `chrome://tracing`) to `out`. Returns the total per zone name.
+/// `ui.perfetto.dev` or `chrome://tracing`) to `out`. Returns the totals per zone name and
+/// the time outside tasks.
 ///
 /// Zones closed on other threads reach the trace when those threads flush their buffers: every
 /// 4,096 zones, and (the workers of the pool the run used) when
 /// [`Simulation::run_until`](crate::Simulation::run_until) returns.
-pub fn finish_trace(out: &mut dyn Write) -> std::io::Result<BTreeMap<&'static str, ZoneTotal>> {
+pub fn finish_trace(out: &mut dyn Write) -> std::io::Result<TraceTotals> {
     flush_thread();
     TRACING.store(false, Ordering::Relaxed);
     let trace = TRACE
@@ -194,7 +297,7 @@ pub fn finish_trace(out: &mut dyn Write) -> std::io::Result<BTreeMap<&'static st
         .unwrap_or(Trace {
             origin: Instant::now(),
             records: Vec::new(),
-            totals: BTreeMap::new(),
+            totals: TraceTotals::default(),
         });
     write!(out, "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[")?;
     for (k, (tid, r)) in trace.records.iter().enumerate() {
@@ -211,8 +314,12 @@ pub fn finish_trace(out: &mut dyn Write) -> std::io::Result<BTreeMap<&'static st
             r.name
         )?;
     }
-    let totals = serde_json::to_string(&trace.totals).map_err(std::io::Error::other)?;
-    write!(out, "\n],\"otherData\":{{\"zone_totals\":{totals}}}}}")?;
+    let zones = serde_json::to_string(&trace.totals.zones).map_err(std::io::Error::other)?;
+    let outside = trace.totals.outside_tasks;
+    write!(
+        out,
+        "\n],\"otherData\":{{\"zone_totals\":{zones},\"outside_tasks\":{outside}}}}}"
+    )?;
     Ok(trace.totals)
 }
 
@@ -220,21 +327,57 @@ pub fn finish_trace(out: &mut dyn Write) -> std::io::Result<BTreeMap<&'static st
 mod tests {
     use super::*;
 
+    /// Runs `probe` with a task zone around it and returns how long that took, at least as long
+    /// as the zone was open.
+    fn timed_task(probe: impl FnOnce()) -> f64 {
+        let start = Instant::now();
+        {
+            let _task = zone!("probe_task");
+            probe();
+        }
+        start.elapsed().as_secs_f64()
+    }
+
     #[test]
     fn a_trace_records_nested_zones_as_chrome_json() {
         start_trace();
+        let sleep = |ms| std::thread::sleep(Duration::from_millis(ms));
+        let mut own_task = 0.0;
         {
             let _outer = zone!("outer");
             for _ in 0..3 {
                 let _inner = zone!("inner");
             }
+            std::thread::scope(|scope| {
+                // Another thread's task does not take time from this thread's zones.
+                scope.spawn(|| {
+                    timed_task(|| sleep(10));
+                    flush_thread();
+                });
+                sleep(20);
+                // A task inside a task counts once.
+                own_task = timed_task(|| {
+                    sleep(10);
+                    timed_task(|| sleep(5));
+                });
+            });
         }
         let mut json = Vec::new();
-        let totals = finish_trace(&mut json).unwrap();
+        let totals = finish_trace(&mut json).unwrap().zones;
         assert_eq!(totals["inner"].count, 3);
         assert_eq!(totals["outer"].count, 1);
         assert!(totals["outer"].seconds >= totals["inner"].seconds);
+        assert_eq!(totals["probe_task"].count, 3);
+        assert_eq!(totals["probe_task"].outside_tasks, 0.0);
+        let outer = totals["outer"];
+        assert!(outer.outside_tasks >= 0.02, "{outer:?}");
+        assert!(outer.outside_tasks <= outer.seconds - 0.015, "{outer:?}");
+        assert!(
+            outer.outside_tasks >= outer.seconds - own_task - 1e-9,
+            "{outer:?}, own task {own_task} s"
+        );
         let parsed: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert!(parsed["otherData"]["outside_tasks"].as_f64().unwrap() >= 0.02);
         // Other tests' zones may land in the trace too: look at this test's only.
         let ours: Vec<_> = parsed["traceEvents"]
             .as_array()

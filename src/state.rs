@@ -14,6 +14,8 @@
 use glam::DVec3;
 use rayon::prelude::*;
 
+use crate::profile::zone;
+
 /// Vertices per rayon task in whole-mesh passes: below this, splitting costs more than it saves.
 const PAR_MIN_LEN: usize = 4096;
 
@@ -87,13 +89,14 @@ impl VertexState {
     /// not written.
     pub fn kick_all(&mut self, s: f64, dv: impl Fn(usize, f64) -> DVec3 + Sync) {
         let inv_mass = &self.inv_mass;
+        let task = || zone!("force_task");
         self.x
             .par_iter_mut()
             .zip(self.t.par_iter_mut())
             .zip(self.v.par_iter_mut())
             .enumerate()
             .with_min_len(PAR_MIN_LEN)
-            .for_each(|(i, ((x, ti), v))| {
+            .for_each_init(task, |_, (i, ((x, ti), v))| {
                 if inv_mass[i] == 0.0 {
                     return;
                 }

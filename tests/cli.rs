@@ -208,6 +208,11 @@ fn trace_writes_a_chrome_trace_whose_event_zones_match_the_event_count() {
         trace["otherData"]["zone_totals"]["event"]["count"], stats["events_total"],
         "one event zone per processed event"
     );
+    // The loop's time outside parallel tasks is part of its wall time, and printed.
+    let outside = trace["otherData"]["outside_tasks"].as_f64().unwrap();
+    let wall = stats["wall_seconds"].as_f64().unwrap();
+    assert!(outside > 0.0 && outside <= wall, "{outside} s of {wall} s");
+    assert!(stderr.contains("outside tasks: "), "{stderr}");
 }
 
 #[test]

@@ -52,7 +52,8 @@ fn every_zone_is_a_span_of_the_programs_subscriber() {
     sim.run_until(0.05, &mut NoFrames).unwrap();
     let totals = acm::profile::finish_trace(&mut std::io::sink()).unwrap();
     let spans = spans.counts.lock().unwrap().clone();
-    let zones: BTreeMap<&'static str, u64> = totals.iter().map(|(k, t)| (*k, t.count)).collect();
+    let zones: BTreeMap<&'static str, u64> =
+        totals.zones.iter().map(|(k, t)| (*k, t.count)).collect();
     assert_eq!(spans, zones);
     for phase in ["event", "force", "snapshot", "broad_phase"] {
         assert!(

@@ -11,14 +11,13 @@ use std::time::Instant;
 use acm::engine::{Frame, FrameSink, RunError, WaitPolicy};
 use acm::implicit::{ImplicitError, ImplicitSimulation};
 use acm::output::{write_stats, ContactCsv, EnergyCsv, FrameFormat, StepsCsv};
-use acm::profile::ZoneTotal;
+use acm::profile::TraceTotals;
 use acm::scene::profile::{self, ProfileError};
 use acm::scene::{Method, SceneError};
 use acm::sync::{SyncError, SyncSimulation};
 use acm::{Scene, Simulation};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::collections::BTreeMap;
 use std::io::Write as _;
 
 #[derive(Parser)]
@@ -463,31 +462,47 @@ fn compare(args: CompareArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Prints the time per traced phase, largest first, as shares of the run's wall time.
-fn print_zone_totals(totals: &BTreeMap<&'static str, ZoneTotal>, wall: f64) {
-    let mut rows: Vec<_> = totals.iter().collect();
-    rows.sort_by(|a, b| b.1.seconds.total_cmp(&a.1.seconds));
-    eprintln!(
-        "{:<16} {:>12} {:>10} {:>7}",
-        "phase", "count", "seconds", "share"
-    );
-    for (name, t) in rows {
-        let share = if wall > 0.0 {
-            100.0 * t.seconds / wall
+/// Prints the time per traced phase, largest first, as shares of the run's wall time, with
+/// the time each spent outside parallel tasks, and that time over the whole loop.
+fn print_zone_totals(totals: &TraceTotals, wall: f64) {
+    let share = |seconds: f64| {
+        if wall > 0.0 {
+            100.0 * seconds / wall
         } else {
             0.0
+        }
+    };
+    let mut rows: Vec<_> = totals.zones.iter().collect();
+    rows.sort_by(|a, b| b.1.seconds.total_cmp(&a.1.seconds));
+    eprintln!(
+        "{:<16} {:>12} {:>10} {:>7} {:>14}",
+        "phase", "count", "seconds", "share", "outside tasks"
+    );
+    for (name, t) in rows {
+        let outside = if name.ends_with("_task") {
+            String::new()
+        } else {
+            format!("{:.3}", t.outside_tasks)
         };
         eprintln!(
-            "{name:<16} {:>12} {:>10.3} {share:>6.1}%",
-            t.count, t.seconds
+            "{name:<16} {:>12} {:>10.3} {:>6.1}% {outside:>14}",
+            t.count,
+            t.seconds,
+            share(t.seconds)
         );
     }
-    if totals.keys().any(|name| name.ends_with("_task")) {
+    if totals.zones.keys().any(|name| name.ends_with("_task")) {
         eprintln!(
             "(a *_task zone is one worker's share of a parallel phase: their times add up over \
              the threads, so their shares can pass 100%)"
         );
     }
+    eprintln!(
+        "outside tasks: {:.3} s ({:.1}% of the wall time): the loop's serial work, its waits \
+         for other workers at joins, and parallel work that opens no task zone",
+        totals.outside_tasks,
+        share(totals.outside_tasks)
+    );
 }
 
 fn thread_pool(threads: Option<usize>) -> Result<rayon::ThreadPool, Failure> {

@@ -10,6 +10,8 @@
 
 use rayon::prelude::*;
 
+use crate::profile::zone;
+
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU64, Ordering};
 #[cfg(not(loom))]
@@ -94,7 +96,9 @@ impl Contingency {
             })
         };
         let (lo, hi) = if vertices.len() >= PARALLEL_MARK {
-            (vertices.par_chunks(PARALLEL_MARK / 4).map(mark_all)).reduce(|| NO_SPAN, join)
+            (vertices.par_chunks(PARALLEL_MARK / 4))
+                .map_init(|| zone!("retime_task"), |_, chunk| mark_all(chunk))
+                .reduce(|| NO_SPAN, join)
         } else {
             mark_all(vertices)
         };

@@ -24,6 +24,7 @@ use rayon::prelude::*;
 
 use super::kdop::Volume;
 use super::leaves::{Leaves, References, NONE};
+use crate::profile::zone;
 
 /// Leaf nodes per rayon task when fitting all leaf nodes.
 const PAR_MIN_LEN: usize = 512;
@@ -213,11 +214,14 @@ impl<V: Volume> Bvh<V> {
         vol.par_iter_mut()
             .enumerate()
             .with_min_len(PAR_MIN_LEN)
-            .for_each(|(n, v)| {
-                if self.bucket(n as u32).is_some() {
-                    *v = self.fit_bucket(leaves, refs, n as u32, (t, t_end), pad);
-                }
-            });
+            .for_each_init(
+                || zone!("list_task"),
+                |_, (n, v)| {
+                    if self.bucket(n as u32).is_some() {
+                        *v = self.fit_bucket(leaves, refs, n as u32, (t, t_end), pad);
+                    }
+                },
+            );
         self.vol = vol;
         for n in (0..self.child.len()).rev() {
             if self.child[n][1] & LEAF_NODE == 0 {

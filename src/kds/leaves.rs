@@ -20,6 +20,7 @@ use super::kdop::{AxisExtent, AxisHint, Path, Volume};
 use super::PAR_MIN_LEN;
 use crate::contact::PairKey;
 use crate::mesh::{Csr, TriangleList};
+use crate::profile::zone;
 use crate::state::VertexState;
 
 /// Marks an unused slot.
@@ -658,7 +659,10 @@ impl References {
     pub fn reset_all(&mut self, state: &VertexState, t_end: f64) {
         (self.paths.par_iter_mut().enumerate())
             .with_min_len(PAR_MIN_LEN)
-            .for_each(|(v, path)| *path = Self::current(state, v, t_end));
+            .for_each_init(
+                || zone!("list_task"),
+                |_, (v, path)| *path = Self::current(state, v, t_end),
+            );
     }
 
     /// Vertex `v`'s current trajectory as a path over a horizon ending at `t_end`.

@@ -436,8 +436,11 @@ impl<V: Volume> SeparationList<V> {
         let strayed: Vec<u32> = vertices
             .par_iter()
             .with_min_len(PAR_MIN_LEN)
-            .filter(|&&v| !refs.follows(v, state, t, t_end, slack))
-            .copied()
+            .map_init(
+                || zone!("list_task"),
+                |_, &v| (!refs.follows(v, state, t, t_end, slack)).then_some(v),
+            )
+            .flatten_iter()
             .collect();
         for &v in &strayed {
             self.refs.reset(v, state, self.t_end);
@@ -465,7 +468,10 @@ impl<V: Volume> SeparationList<V> {
             for batch in buckets.chunks(REFIT_BATCH) {
                 let (bvh, leaves, refs) = (&self.bvh, &self.leaves, &self.refs);
                 (batch.par_iter().with_min_len(REFIT_TASK))
-                    .map(|&n| bvh.fit_bucket(leaves, refs, n, span, pads.0))
+                    .map_init(
+                        || zone!("list_task"),
+                        |_, &n| bvh.fit_bucket(leaves, refs, n, span, pads.0),
+                    )
                     .collect_into_vec(&mut fitted);
                 for (&node, vol) in batch.iter().zip(fitted.drain(..)) {
                     changed.push(node);

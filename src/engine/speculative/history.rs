@@ -28,6 +28,7 @@ use glam::DVec3;
 use rayon::prelude::*;
 
 use crate::kds::kdop::{Dop18, PathFit};
+use crate::profile::zone;
 use crate::state::VertexState;
 
 /// Vertices per rayon task when every vertex is fitted or scanned.
@@ -289,16 +290,19 @@ impl History {
         (self.open.par_chunks_mut(chunk))
             .zip(self.scratch.par_iter_mut())
             .enumerate()
-            .for_each(|(c, (open, rows))| {
-                for (k, open) in (c * chunk..).zip(open) {
-                    if state.v[k] != open.v {
-                        open.v = state.v[k];
-                        if let Some((t, x, v)) = open.add(state.t[k], state.x[k], tol) {
-                            rows.push(k as u32, t, x, v);
+            .for_each_init(
+                || zone!("history_task"),
+                |_, (c, (open, rows))| {
+                    for (k, open) in (c * chunk..).zip(open) {
+                        if state.v[k] != open.v {
+                            open.v = state.v[k];
+                            if let Some((t, x, v)) = open.add(state.t[k], state.x[k], tol) {
+                                rows.push(k as u32, t, x, v);
+                            }
                         }
                     }
-                }
-            });
+                },
+            );
         for rows in &mut self.scratch {
             self.log.append(rows);
         }
@@ -347,21 +351,27 @@ impl History {
             (0..state.len())
                 .into_par_iter()
                 .with_min_len(PAR_MIN_LEN)
-                .map(|i| PathFit::new(span, x0[i], state.position_at(i, end))),
+                .map_init(
+                    || zone!("history_task"),
+                    |_, i| PathFit::new(span, x0[i], state.position_at(i, end)),
+                ),
         );
         let (log_vertex, log_time, log_x) = (&self.log.vertex, &self.log.time, &self.log.x);
         let chunk = self.fits.len().div_ceil(self.tasks()).max(1);
-        (self.fits.par_chunks_mut(chunk).enumerate()).for_each(|(c, fits)| {
-            let first = c * chunk;
-            for (r, &i) in log_vertex.iter().enumerate() {
-                if let Some(fit) = (i as usize)
-                    .checked_sub(first)
-                    .and_then(|k| fits.get_mut(k))
-                {
-                    fit.add(log_time[r], log_x[r]);
+        (self.fits.par_chunks_mut(chunk).enumerate()).for_each_init(
+            || zone!("history_task"),
+            |_, (c, fits)| {
+                let first = c * chunk;
+                for (r, &i) in log_vertex.iter().enumerate() {
+                    if let Some(fit) = (i as usize)
+                        .checked_sub(first)
+                        .and_then(|k| fits.get_mut(k))
+                    {
+                        fit.add(log_time[r], log_x[r]);
+                    }
                 }
-            }
-        });
+            },
+        );
     }
 
     /// The vertex kicks recorded since the last call: the work the run did.
@@ -444,27 +454,34 @@ impl History {
             (time, x, v) = (t_rest, x_rest, v_rest);
         }
         let log = &self.log;
-        parts.into_par_iter().for_each(|(vertices, time, x, v)| {
-            let base = offset[vertices.start];
-            // `next[i - start]`: where vertex i's next row goes.
-            let mut next: Vec<u32> = offset[vertices.clone()].iter().map(|o| o - base).collect();
-            for (r, &i) in log.vertex.iter().enumerate() {
-                let i = i as usize;
-                if vertices.contains(&i) && offset[i + 1] > offset[i] {
-                    let slot = &mut next[i - vertices.start];
-                    let k = *slot as usize;
-                    (time[k], x[k], v[k]) = (log.time[r], log.x[r], log.v[r]);
-                    *slot += 1;
+        parts.into_par_iter().for_each_init(
+            || zone!("history_task"),
+            |_, (vertices, time, x, v)| {
+                let base = offset[vertices.start];
+                // `next[i - start]`: where vertex i's next row goes.
+                let mut next: Vec<u32> =
+                    offset[vertices.clone()].iter().map(|o| o - base).collect();
+                for (r, &i) in log.vertex.iter().enumerate() {
+                    let i = i as usize;
+                    if vertices.contains(&i) && offset[i + 1] > offset[i] {
+                        let slot = &mut next[i - vertices.start];
+                        let k = *slot as usize;
+                        (time[k], x[k], v[k]) = (log.time[r], log.x[r], log.v[r]);
+                        *slot += 1;
+                    }
                 }
-            }
-        });
+            },
+        );
         let seg_v = &self.seg_v;
         self.fastest.clear();
         self.fastest
-            .par_extend((0..n).into_par_iter().with_min_len(PAR_MIN_LEN).map(|i| {
-                let segments = &seg_v[offset[i] as usize..offset[i + 1] as usize];
-                segments.iter().map(|v| v.length()).fold(0.0, f64::max)
-            }));
+            .par_extend((0..n).into_par_iter().with_min_len(PAR_MIN_LEN).map_init(
+                || zone!("history_task"),
+                |_, i| {
+                    let segments = &seg_v[offset[i] as usize..offset[i + 1] as usize];
+                    segments.iter().map(|v| v.length()).fold(0.0, f64::max)
+                },
+            ));
     }
 
     /// The window `[start, end]`.

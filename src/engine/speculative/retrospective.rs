@@ -46,6 +46,7 @@ use crate::engine::contact::{feature_distance, LayerChange, ACTIVATION};
 use crate::kds::bvh::Bvh;
 use crate::kds::kdop::{Dop18, Volume, TOLERANCE};
 use crate::kds::leaves::Leaves;
+use crate::profile::zone;
 
 /// Leaf nodes per rayon task when the volumes are fitted.
 const PAR_MIN_LEN: usize = 256;
@@ -193,13 +194,16 @@ impl Retrospective {
         }
         let found: Vec<Vec<PairKey>> = frontier
             .par_iter()
-            .map(|&pair| {
-                let (mut stack, mut found) = (vec![pair], Vec::new());
-                while let Some(pair) = stack.pop() {
-                    self.descend(pair, &mut |p| stack.push(p), &mut |k| found.push(k));
-                }
-                found
-            })
+            .map_init(
+                || zone!("check_task"),
+                |_, &pair| {
+                    let (mut stack, mut found) = (vec![pair], Vec::new());
+                    while let Some(pair) = stack.pop() {
+                        self.descend(pair, &mut |p| stack.push(p), &mut |k| found.push(k));
+                    }
+                    found
+                },
+            )
             .collect();
         out.extend(found.into_iter().flatten());
         out.sort_unstable();
@@ -320,13 +324,13 @@ impl Retrospective {
             (0..n as u32)
                 .into_par_iter()
                 .with_min_len(PAR_MIN_LEN)
-                .map(|v| history.volume(v, pad)),
+                .map_init(|| zone!("check_task"), |_, v| history.volume(v, pad)),
         );
         self.vertex_ends.clear();
         (self.vertex_ends).par_extend(
             (self.vertex_vol.par_iter())
                 .with_min_len(PAR_MIN_LEN)
-                .map(|v| Ends::of(v, (t, t_end))),
+                .map_init(|| zone!("check_task"), |_, v| Ends::of(v, (t, t_end))),
         );
         let (leaves, vertex_ends) = (&self.leaves, &self.vertex_ends);
         self.leaf_ends.clear();
@@ -334,7 +338,10 @@ impl Retrospective {
             (0..leaves.len() as u32)
                 .into_par_iter()
                 .with_min_len(PAR_MIN_LEN)
-                .map(|l| Ends::union(leaves.verts(l).map(|v| &vertex_ends[v as usize]))),
+                .map_init(
+                    || zone!("check_task"),
+                    |_, l| Ends::union(leaves.verts(l).map(|v| &vertex_ends[v as usize])),
+                ),
         );
         let bvh = self.bvh.as_mut().expect("built");
         let mut vol = std::mem::take(&mut bvh.vol);
@@ -343,13 +350,16 @@ impl Retrospective {
         vol.par_iter_mut()
             .enumerate()
             .with_min_len(PAR_MIN_LEN)
-            .for_each_init(Vec::new, |verts, (n, v)| {
-                if let Some(bucket) = frozen.bucket(n as u32) {
-                    verts.clear();
-                    verts.extend(bucket.iter().flat_map(|&l| leaves.verts(l)));
-                    *v = Dop18::union_all(vertex_vol, verts, t, t_end);
-                }
-            });
+            .for_each_init(
+                || (zone!("check_task"), Vec::new()),
+                |(_, verts), (n, v)| {
+                    if let Some(bucket) = frozen.bucket(n as u32) {
+                        verts.clear();
+                        verts.extend(bucket.iter().flat_map(|&l| leaves.verts(l)));
+                        *v = Dop18::union_all(vertex_vol, verts, t, t_end);
+                    }
+                },
+            );
         for n in (0..vol.len()).rev() {
             if bvh.bucket(n as u32).is_none() {
                 let [a, b] = bvh.children(n as u32);
@@ -380,20 +390,23 @@ impl Retrospective {
         let found: Vec<Vec<Violation>> = keys
             .par_iter()
             .with_min_len(PAR_PAIRS)
-            .map(|&(key, timeline)| {
-                let paths = self.paths(history, key);
-                let pair = Pair {
-                    key,
-                    paths: &paths,
-                    inv_mass: self.key_vertices(key).map(|v| inv_mass[v as usize]),
-                };
-                timeline
-                    .spans(span, |from, to, last, active| {
-                        let found = needed_layers(&pair, (from, to, last), active, schedule);
-                        (!found.is_empty()).then_some(found)
-                    })
-                    .unwrap_or_default()
-            })
+            .map_init(
+                || zone!("check_task"),
+                |_, &(key, timeline)| {
+                    let paths = self.paths(history, key);
+                    let pair = Pair {
+                        key,
+                        paths: &paths,
+                        inv_mass: self.key_vertices(key).map(|v| inv_mass[v as usize]),
+                    };
+                    timeline
+                        .spans(span, |from, to, last, active| {
+                            let found = needed_layers(&pair, (from, to, last), active, schedule);
+                            (!found.is_empty()).then_some(found)
+                        })
+                        .unwrap_or_default()
+                },
+            )
             .collect();
         found.into_iter().flatten().collect()
     }
@@ -410,21 +423,24 @@ impl Retrospective {
         let breach = keys
             .par_iter()
             .with_min_len(PAR_PAIRS)
-            .map(|&(key, timeline)| {
-                let paths = self.paths(history, key);
-                timeline.spans(span, |from, to, _, active| {
-                    let eta = schedule.eta(active + 1);
-                    stays_clear(key, &paths, (from, to), eta)
-                        .err()
-                        .map(|(a, b)| {
-                            format!(
+            .map_init(
+                || zone!("check_task"),
+                |_, &(key, timeline)| {
+                    let paths = self.paths(history, key);
+                    timeline.spans(span, |from, to, _, active| {
+                        let eta = schedule.eta(active + 1);
+                        stays_clear(key, &paths, (from, to), eta)
+                            .err()
+                            .map(|(a, b)| {
+                                format!(
                                 "pair {key:?} may have come closer than eta({}) = {eta:e} between \
                              t = {a} and {b} s with {active} layers active",
                                 active + 1
                             )
-                        })
-                })
-            })
+                            })
+                    })
+                },
+            )
             .find_first(Option::is_some)
             .flatten();
         breach.map_or(Ok(()), Err)
