@@ -415,6 +415,11 @@ impl Contact {
         t: f64,
         sched: &mut Scheduler<'_>,
     ) {
+        if self.triangle_pairs.is_none() {
+            // Most were found before and stay pairs: only the new ones need sorting.
+            let pairs = &self.pairs;
+            found.retain(|&k| pairs.id(&ContactKey::Feature(k)).is_none());
+        }
         found.sort_unstable();
         found.dedup();
         self.contact_keys(&found);
