@@ -13,6 +13,7 @@
 //! and schedules a layer; only penalty ticks write vertex state.
 
 use glam::DVec3;
+use rayon::prelude::*;
 
 mod audit;
 mod certification;
@@ -57,6 +58,9 @@ const SPECULATIVE_LEAVE: f64 = 2.0;
 
 // A pair leaves a layer beyond its activation distance, so it never needs it again at once.
 const _: () = assert!(SPECULATIVE_LEAVE > ACTIVATION);
+
+/// Pair slots per rayon task when a window's end looks for pairs whose boxes no longer overlap.
+const STALE_TASK: usize = 1024;
 
 /// Contact statistics for `stats.json`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -579,14 +583,25 @@ impl Contact {
             found.clear();
             self.boxes.advance(t, &mut |k| found.push(k), &mut |_| {});
             self.adopt(found, state, t, sched);
-            for id in 0..self.pairs.slots() {
-                let i = id as usize;
-                if self.pairs.live[i]
-                    && self.pairs.active[i] == 0
-                    && !self.overlaps(self.pairs.key[i])
-                {
-                    self.remove_pair(id, sched);
-                }
+            // Whether a pair is stale reads only the broad phase: the pairs are looked at in
+            // parallel, then the stale ones removed in id order.
+            let stale: Vec<u32> = (0..self.pairs.slots())
+                .into_par_iter()
+                .with_min_len(STALE_TASK)
+                .map_init(
+                    || zone!("list_task"),
+                    |_, id| {
+                        let i = id as usize;
+                        let stale = self.pairs.live[i]
+                            && self.pairs.active[i] == 0
+                            && !self.overlaps(self.pairs.key[i]);
+                        stale.then_some(id)
+                    },
+                )
+                .flatten_iter()
+                .collect();
+            for id in stale {
+                self.remove_pair(id, sched);
             }
             self.stats.broad_phase = self.boxes.stats();
         } else {
