@@ -54,8 +54,8 @@ thread_local! {
     static NESTING: Cell<Nesting> = const { Cell::new(Nesting::NONE) };
 }
 
-/// Whether zone `name` is one worker's share of a parallel phase.
-fn is_task(name: &str) -> bool {
+/// Whether zone `name` is one worker's share of a parallel phase (its name ends in `_task`).
+pub fn is_task(name: &str) -> bool {
     name.ends_with("_task")
 }
 
@@ -86,7 +86,7 @@ pub(crate) struct Opened {
     /// Opened with no other zone open on its thread.
     outermost: bool,
     /// Opened inside a task zone (or is one): none of its time is outside tasks.
-    in_task: bool,
+    inside_task: bool,
 }
 
 /// One closed zone.
@@ -158,7 +158,7 @@ impl Zone {
                 start: Instant::now(),
                 in_tasks: nesting.in_tasks,
                 outermost: nesting.zones == 0,
-                in_task: task || nesting.tasks > 0,
+                inside_task: task || nesting.tasks > 0,
             };
             nesting.zones += 1;
             nesting.tasks += u32::from(task);
@@ -192,7 +192,7 @@ impl Drop for Zone {
                 cell.set(nesting);
                 nesting.in_tasks
             });
-            let outside_tasks = if opened.in_task {
+            let outside_tasks = if opened.inside_task {
                 Duration::ZERO
             } else {
                 time.saturating_sub(in_tasks - opened.in_tasks)

@@ -11,7 +11,7 @@ use std::time::Instant;
 use acm::engine::{Frame, FrameSink, RunError, WaitPolicy};
 use acm::implicit::{ImplicitError, ImplicitSimulation};
 use acm::output::{write_stats, ContactCsv, EnergyCsv, FrameFormat, StepsCsv};
-use acm::profile::TraceTotals;
+use acm::profile::{is_task, TraceTotals};
 use acm::scene::profile::{self, ProfileError};
 use acm::scene::{Method, SceneError};
 use acm::sync::{SyncError, SyncSimulation};
@@ -479,7 +479,7 @@ fn print_zone_totals(totals: &TraceTotals, wall: f64) {
         "phase", "count", "seconds", "share", "outside tasks"
     );
     for (name, t) in rows {
-        let outside = if name.ends_with("_task") {
+        let outside = if is_task(name) {
             String::new()
         } else {
             format!("{:.3}", t.outside_tasks)
@@ -491,7 +491,7 @@ fn print_zone_totals(totals: &TraceTotals, wall: f64) {
             share(t.seconds)
         );
     }
-    if totals.zones.keys().any(|name| name.ends_with("_task")) {
+    if totals.zones.keys().any(|name| is_task(name)) {
         eprintln!(
             "(a *_task zone is one worker's share of a parallel phase: their times add up over \
              the threads, so their shares can pass 100%)"
