@@ -428,16 +428,13 @@ impl Retrospective {
                 |_, &(key, timeline)| {
                     let paths = self.paths(history, key);
                     timeline.spans(span, |from, to, _, active| {
-                        let eta = schedule.eta(active + 1);
-                        stays_clear(key, &paths, (from, to), eta)
-                            .err()
-                            .map(|(a, b)| {
-                                format!(
-                                "pair {key:?} may have come closer than eta({}) = {eta:e} between \
-                             t = {a} and {b} s with {active} layers active",
-                                active + 1
-                            )
-                            })
+                        let layer = active + 1;
+                        let eta = schedule.eta(layer);
+                        let (a, b) = stays_clear(key, &paths, (from, to), eta).err()?;
+                        Some(format!(
+                            "pair {key:?} may have come closer than eta({layer}) = {eta:e} \
+                             between t = {a} and {b} s with {active} layers active"
+                        ))
                     })
                 },
             )
