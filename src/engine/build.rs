@@ -343,6 +343,9 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
             },
         )
         .map_err(|close| too_close(&close, &objects, scene))?;
+        if scene.contact.closure_objects {
+            contact.close_across_objects(objects.clone());
+        }
         if scene.contact.closure_forces {
             let kicked = |f: &ForceEvent| match f.target {
                 ForceTarget::Springs(b) => springs.bins[b as usize].vertices.clone(),

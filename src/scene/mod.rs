@@ -182,6 +182,10 @@ pub struct ContactSettings {
     /// ticks of the other forces on its vertices (springs, hinges, gravity), which a kick
     /// between two of a force's ticks puts out of step with the force's potential.
     pub closure_forces: bool,
+    /// With [`Self::work_closure`] and `cor = 1`: when two objects part, take out of their
+    /// motion the work their pairs' closing impulses could not take out of the pairs' own
+    /// (an impulse equal and opposite on the two, spread over each as on a rigid body).
+    pub closure_objects: bool,
     /// With [`Self::work_closure`] and `0 < cor < 1`: close partly elastic contact too,
     /// against the work of the exact biphasic layers along the distances at the pair's ticks.
     pub closure_restitution: bool,
@@ -243,6 +247,7 @@ impl Default for ContactSettings {
             clocks: crate::contact::layers::LayerClocks::Thesis,
             work_closure: true,
             closure_forces: true,
+            closure_objects: true,
             closure_restitution: false,
             broad_phase: crate::kds::BroadPhaseKind::Kdop18,
             scheduler: ContactScheduler::Kds,

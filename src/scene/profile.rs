@@ -654,6 +654,7 @@ struct ContactTable {
     clocks: Option<ClocksName>,
     work_closure: Option<bool>,
     closure_forces: Option<bool>,
+    closure_objects: Option<bool>,
     closure_restitution: Option<bool>,
     broad_phase: Option<BroadPhaseName>,
     scheduler: Option<SchedulerName>,
@@ -782,6 +783,7 @@ impl ProfileFile {
             clocks: self.contact.clocks.map_or(c.clocks, Into::into),
             work_closure: self.contact.work_closure.unwrap_or(c.work_closure),
             closure_forces: self.contact.closure_forces.unwrap_or(c.closure_forces),
+            closure_objects: self.contact.closure_objects.unwrap_or(c.closure_objects),
             closure_restitution: self
                 .contact
                 .closure_restitution

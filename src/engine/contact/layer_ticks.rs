@@ -48,9 +48,11 @@ pub(super) struct LayerTicks {
     /// Per vertex: the tick that last collected it (dedupes the kicked vertices).
     vertex_stamp: Vec<u32>,
     vertex_epoch: u32,
-    /// Scratch: one tick's impulses and kicked vertices.
+    /// Scratch: one tick's impulses and kicked vertices, and the impulses closing the episodes
+    /// of objects that parted.
     impulses: Vec<PairImpulse<6>>,
     kicked: Vec<u32>,
+    closing: Vec<(u32, DVec3)>,
     pub(super) stats: LayerStats,
 }
 
@@ -69,6 +71,8 @@ pub(super) struct LayerStats {
     pub(super) activations_per_layer: Vec<u64>,
     /// Smallest pair distance at a tick.
     pub(super) min_distance: f64,
+    /// Contacts between objects closed on the objects' motion (`object_closure.rs`).
+    pub(super) object_closings: u64,
 }
 
 /// The settings of [`LayerTicks`].
@@ -130,6 +134,7 @@ impl LayerTicks {
             vertex_epoch: 0,
             impulses: Vec::new(),
             kicked: Vec::new(),
+            closing: Vec::new(),
             stats: LayerStats {
                 min_distance: f64::INFINITY,
                 ..LayerStats::default()
@@ -266,6 +271,12 @@ impl LayerTicks {
             }
         }
         self.impulses = impulses;
+        let mut closing = std::mem::take(&mut self.closing);
+        self.stats.object_closings += self.closure.close_parted_objects(state, t, &mut closing);
+        for &(v, impulse) in &closing {
+            self.apply(state, &[v], &[impulse], t, &mut kicked);
+        }
+        self.closing = closing;
         if let Some(&v) = kicked
             .iter()
             .find(|&&v| state.v[v as usize].length() > self.speed_limit)

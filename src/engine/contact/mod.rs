@@ -21,6 +21,7 @@ mod energy_limit;
 mod force_phases;
 mod layer_ticks;
 mod motion;
+mod object_closure;
 mod owners;
 mod pair_table;
 mod work_closure;
@@ -77,6 +78,9 @@ pub struct ContactStats {
     pub penalty_pair_ticks_per_layer: Vec<u64>,
     /// Times a pair entered each layer (for one particle on a floor: its impacts).
     pub activations_per_layer: Vec<u64>,
+    /// Contacts between two objects whose work, left open by their pairs, was taken out of the
+    /// objects' motion when they parted (`contact.closure_objects`).
+    pub object_closings: u64,
     /// Separation-slab failures processed.
     pub slab_events: u64,
     /// Broad-phase window rebuilds.
@@ -909,6 +913,12 @@ impl Contact {
         }
     }
 
+    /// With the work closure on and `cor = 1`, closes what the pairs leave open when two of
+    /// `objects` part (`contact.closure_objects`, `object_closure.rs`).
+    pub(super) fn close_across_objects(&mut self, objects: Vec<ObjectRange>) {
+        self.layers.closure().close_across_objects(objects);
+    }
+
     /// Call before force event `f` ticks (see [`Self::follow_forces`]).
     pub(super) fn before_force_tick(&mut self, f: usize, state: &VertexState) {
         if let Some(phases) = self.layers.closure().phases() {
@@ -946,6 +956,7 @@ impl Contact {
             penalty_events_per_layer: l.penalty_events_per_layer.clone(),
             penalty_pair_ticks_per_layer: l.penalty_pair_ticks_per_layer.clone(),
             activations_per_layer: l.activations_per_layer.clone(),
+            object_closings: l.object_closings,
             min_distance: self.stats.min_distance.min(l.min_distance),
             windows: self.windows.0,
             rollbacks: self.windows.1,

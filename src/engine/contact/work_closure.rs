@@ -54,10 +54,12 @@
 use glam::DVec3;
 
 use super::force_phases::ForcePhases;
+use super::object_closure::{ObjectClosure, TickWork};
 use crate::contact::closest::{edge_edge, vertex_triangle};
 use crate::contact::layers::LayerSchedule;
 use crate::contact::penalty::PairImpulse;
 use crate::contact::{ContactKey, PairKey};
+use crate::engine::ObjectRange;
 use crate::state::VertexState;
 
 /// The open episodes' work, per candidate pair slot.
@@ -83,6 +85,11 @@ pub(super) struct WorkClosure {
     /// Per slot, with `restitution`: the open work when the pair last turned from separating
     /// to approaching inside its layers (0 at the start of an episode).
     top_error: Vec<f64>,
+    /// Thickness of the outermost layer.
+    eta1: f64,
+    /// With `contact.closure_objects`: the work left open, closed when two objects part
+    /// (`object_closure.rs`).
+    objects: Option<ObjectClosure>,
 }
 
 impl WorkClosure {
@@ -99,6 +106,16 @@ impl WorkClosure {
             open: Vec::new(),
             key: Vec::new(),
             phases: None,
+            eta1: schedule.eta1,
+            objects: None,
+        }
+    }
+
+    /// From now on, with `cor = 1`, closes what the pairs leave open when two of `objects`
+    /// part (`contact.closure_objects`, `object_closure.rs`).
+    pub(super) fn close_across_objects(&mut self, objects: Vec<ObjectRange>) {
+        if self.enabled && self.restitution.is_none() {
+            self.objects = Some(ObjectClosure::new(objects, self.eta1));
         }
     }
 
@@ -166,39 +183,41 @@ impl WorkClosure {
         t: f64,
     ) {
         let i = pair as usize;
-        if !self.enabled || !self.open[i] {
+        if !self.enabled {
             return;
         }
-        let impulses = &tick.impulses[..verts.len()];
+        let normal_work = self.normal_work(verts, tick, state, t);
+        if let Some(objects) = &mut self.objects {
+            let work = normal_work.map(|w| w.work);
+            let key = self.key[i].expect("a pair begins before it ticks");
+            let slot = pair;
+            objects.record(
+                &TickWork {
+                    slot,
+                    key,
+                    verts,
+                    tick,
+                    work,
+                },
+                state,
+                t,
+            );
+        }
+        if !self.open[i] {
+            return;
+        }
         // With cor = 1 a pair inside the layer that owns its contact point is pushed.
-        let acts = impulses.iter().any(|&j| j != DVec3::ZERO);
+        let acts = tick.impulses[..verts.len()]
+            .iter()
+            .any(|&j| j != DVec3::ZERO);
         if tick.distance < eta && !acts {
             self.open[i] = false;
             return;
         }
-        let normal = tick.normal;
-        let mut work = 0.0;
-        let mut c = [0.0; 6];
-        // I u and I^2 K for the tick's normal impulse I, the pair's relative normal velocity
-        // u before it and its effective inverse mass K.
-        let (mut iu, mut i2k) = (0.0, 0.0);
-        for (k, (&vert, &j)) in verts.iter().zip(impulses).enumerate() {
-            let v = vert as usize;
-            let w = state.inv_mass[v];
-            if w == 0.0 {
-                if state.v[v] != DVec3::ZERO {
-                    self.open[i] = false;
-                    return;
-                }
-                continue;
-            }
-            let jn = j.dot(normal);
-            work += jn * normal.dot(state.v[v]) + 0.5 * w * jn * jn;
-            c[k] = jn;
-            iu += jn * normal.dot(state.v[v]);
-            i2k += w * jn * jn;
-        }
-        work += self.force_error(verts, &c, normal, t);
+        let Some(NormalWork { mut work, iu, i2k }) = normal_work else {
+            self.open[i] = false;
+            return;
+        };
         if let Some((schedule, cor)) = &self.restitution {
             let (before, now) = (self.last_distance[i], tick.distance);
             let released = potential(schedule, before) - potential(schedule, now);
@@ -224,6 +243,38 @@ impl WorkClosure {
             self.last_distance[i] = now;
         }
         self.work[i] += work;
+    }
+
+    /// The energy that the normal parts of `tick`'s impulses put into the free vertices
+    /// `verts` at `t` (with their error in the followed forces' ticks), or `None` when one of
+    /// the vertices is fixed but moving (a script does work on the pair).
+    fn normal_work(
+        &self,
+        verts: &[u32],
+        tick: &PairImpulse<6>,
+        state: &VertexState,
+        t: f64,
+    ) -> Option<NormalWork> {
+        let normal = tick.normal;
+        let mut c = [0.0; 6];
+        let (mut work, mut iu, mut i2k) = (0.0, 0.0, 0.0);
+        for (k, (&vert, &j)) in verts.iter().zip(&tick.impulses).enumerate() {
+            let v = vert as usize;
+            let w = state.inv_mass[v];
+            if w == 0.0 {
+                if state.v[v] != DVec3::ZERO {
+                    return None;
+                }
+                continue;
+            }
+            let jn = j.dot(normal);
+            work += jn * normal.dot(state.v[v]) + 0.5 * w * jn * jn;
+            c[k] = jn;
+            iu += jn * normal.dot(state.v[v]);
+            i2k += w * jn * jn;
+        }
+        work += self.force_error(verts, &c, normal, t);
+        Some(NormalWork { work, iu, i2k })
     }
 
     /// The impulses that close the open work of pair `pair` (key `key`, vertices `verts`) at
@@ -293,8 +344,50 @@ impl WorkClosure {
         if let Some(top) = self.top_error.get_mut(i) {
             *top = 0.0;
         }
+        if let Some(objects) = &mut self.objects {
+            objects.closed_by_pair(key, verts, work);
+        }
         Some(c.map(|cm| cm * lambda * normal))
     }
+
+    /// After a layer tick at `t`: the impulses that close the episodes of the objects that
+    /// parted during it (`object_closure.rs`), to be applied. The pairs whose open work they
+    /// took out start afresh. Returns how many episodes it closed.
+    pub(super) fn close_parted_objects(
+        &mut self,
+        state: &VertexState,
+        t: f64,
+        impulses: &mut Vec<(u32, DVec3)>,
+    ) -> u64 {
+        impulses.clear();
+        let Some(objects) = &mut self.objects else {
+            return 0;
+        };
+        let mut count = 0;
+        let (work, open, key) = (&mut self.work, &mut self.open, &self.key);
+        objects.close_parted(state, t, self.phases.as_ref(), &mut |closing| {
+            for (slot, k) in closing.slots {
+                let i = slot as usize;
+                if key[i] == Some(k) {
+                    work[i] = 0.0;
+                    open[i] = matches!(k, ContactKey::Feature(_));
+                }
+            }
+            impulses.extend(closing.impulses);
+            count += 1;
+        });
+        count
+    }
+}
+
+/// What the normal parts of one tick's impulses did: the energy they put in, and `I u`, `I^2 K`
+/// for the normal impulse `I`, the pair's relative normal velocity `u` before it and its
+/// effective inverse mass `K`.
+#[derive(Clone, Copy)]
+struct NormalWork {
+    work: f64,
+    iu: f64,
+    i2k: f64,
 }
 
 /// The energy of every layer of `schedule` at distance `d` (layers thinner than `d` hold
