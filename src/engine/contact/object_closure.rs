@@ -177,9 +177,10 @@ impl ObjectClosure {
         let now_inside = tick.tick.distance < self.eta1;
         let was_inside = std::mem::replace(&mut self.inside[i], now_inside);
         let list = !std::mem::replace(&mut self.listed[i], true);
-        let lo_side: Vec<bool> = (tick.verts.iter())
-            .map(|&v| self.object_of(v) == lo)
-            .collect();
+        let mut lo_side = [false; 6];
+        for (side, &v) in lo_side.iter_mut().zip(tick.verts) {
+            *side = self.object_of(v) == lo;
+        }
         let episode = self.episodes.entry((lo, hi)).or_default();
         if list {
             episode.slots.push((tick.slot, tick.key));
