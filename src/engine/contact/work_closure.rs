@@ -32,6 +32,11 @@
 //! without turning the pair's normal motion round stays for a later tick (with
 //! `0 < cor < 1` it is dropped: see below).
 //!
+//! With `contact.closure_objects` (the default) the work of every normal impulse between two
+//! distinct objects is also kept per pair of objects, and what the pairs leave open is taken
+//! out of the two objects' motion when the last of their pairs leaves its layers
+//! (`object_closure.rs`).
+//!
 //! With `0 < cor < 1` the layers are stiff `r` while a pair approaches and `cor r` while it
 //! separates (restitution by biphasic stiffness): the exact layers take out a share `1 - cor`
 //! of the energy they store, and only with `contact.closure_restitution` is that closed too.
@@ -183,7 +188,7 @@ impl WorkClosure {
         t: f64,
     ) {
         let i = pair as usize;
-        if !self.enabled {
+        if !self.enabled || (!self.open[i] && self.objects.is_none()) {
             return;
         }
         let normal_work = self.normal_work(verts, tick, state, t);
