@@ -916,7 +916,8 @@ impl Contact {
     /// With the work closure on and `cor = 1`, closes what the pairs leave open when two of
     /// `objects` part (`contact.closure_objects`, `object_closure.rs`).
     pub(super) fn close_across_objects(&mut self, objects: Vec<ObjectRange>) {
-        self.layers.closure().close_across_objects(objects);
+        let eta1 = self.schedule.eta1;
+        self.layers.closure().close_across_objects(objects, eta1);
     }
 
     /// Call before force event `f` ticks (see [`Self::follow_forces`]).

@@ -88,6 +88,11 @@ pub(super) struct Closing {
     pub(super) impulses: Vec<(u32, DVec3)>,
 }
 
+/// `(a, b)` lower first, or `None` when they are the same object.
+fn ordered(a: u32, b: u32) -> Option<(u32, u32)> {
+    (a != b).then_some((a.min(b), a.max(b)))
+}
+
 /// What became of an episode whose objects parted.
 enum Outcome {
     /// Closed by these impulses on the objects' vertices.
@@ -157,16 +162,19 @@ impl ObjectClosure {
     /// The objects of a pair with vertices `verts` (side A's, side B's), lower first, or
     /// `None` within one object.
     fn object_pair(&self, key: ContactKey, verts: &[u32]) -> Option<(u32, u32)> {
-        let (a, b) = (
+        ordered(
             self.object_of(verts[0]),
             self.object_of(verts[key.a_count()]),
-        );
-        (a != b).then_some((a.min(b), a.max(b)))
+        )
     }
 
     /// Records one pair tick (before its impulses are applied to `state` at `t`).
     pub(super) fn record(&mut self, tick: &TickWork<'_>, state: &VertexState, t: f64) {
-        let Some((lo, hi)) = self.object_pair(tick.key, tick.verts) else {
+        let mut objects = [0; 6];
+        for (o, &v) in objects.iter_mut().zip(tick.verts) {
+            *o = self.object_of(v);
+        }
+        let Some((lo, hi)) = ordered(objects[0], objects[tick.key.a_count()]) else {
             return;
         };
         let i = tick.slot as usize;
@@ -175,12 +183,13 @@ impl ObjectClosure {
             self.listed.resize(i + 1, false);
         }
         let now_inside = tick.tick.distance < self.eta1;
+        // A listed pair's idle tick (outside, before and after, and no work) changes nothing:
+        // spare it the episode's lookup. Layers left late tick idle many times.
+        if self.listed[i] && !now_inside && !self.inside[i] && tick.work == Some(0.0) {
+            return;
+        }
         let was_inside = std::mem::replace(&mut self.inside[i], now_inside);
         let list = !std::mem::replace(&mut self.listed[i], true);
-        let mut lo_side = [false; 6];
-        for (side, &v) in lo_side.iter_mut().zip(tick.verts) {
-            *side = self.object_of(v) == lo;
-        }
         let episode = self.episodes.entry((lo, hi)).or_default();
         if list {
             episode.slots.push((tick.slot, tick.key));
@@ -190,9 +199,9 @@ impl ObjectClosure {
             _ => episode.dropped = true,
         }
         let normal = tick.tick.normal;
-        for ((&v, &j), on_lo) in tick.verts.iter().zip(&tick.tick.impulses).zip(lo_side) {
+        for ((&v, &j), o) in tick.verts.iter().zip(&tick.tick.impulses).zip(objects) {
             let jn = j.dot(normal);
-            if on_lo && jn != 0.0 {
+            if o == lo && jn != 0.0 {
                 episode.push += jn * normal;
                 episode.moment += jn.abs() * state.position_at(v as usize, t);
                 episode.weight += jn.abs();
@@ -326,19 +335,17 @@ impl ObjectClosure {
             let still = fixed.all(|v| state.v[v as usize] == DVec3::ZERO);
             return still.then_some(Body::Held);
         }
-        let mass: f64 = vertices.clone().map(|v| state.mass[v as usize]).sum();
+        let (mut mass, mut moment, mut linear) = (0.0, DVec3::ZERO, DVec3::ZERO);
+        for i in vertices.clone().map(|v| v as usize) {
+            mass += state.mass[i];
+            moment += state.mass[i] * state.position_at(i, t);
+            linear += state.mass[i] * state.v[i];
+        }
         if mass <= 0.0 {
             return None;
         }
-        let weighted = |f: &dyn Fn(usize) -> DVec3| -> DVec3 {
-            vertices
-                .clone()
-                .map(|v| state.mass[v as usize] * f(v as usize))
-                .sum()
-        };
-        let centre = weighted(&|i| state.position_at(i, t)) / mass;
-        let velocity = weighted(&|i| state.v[i]) / mass;
-        let (mut inertia, mut momentum) = (DMat3::ZERO, DVec3::ZERO);
+        let (centre, velocity) = (moment / mass, linear / mass);
+        let (mut inertia, mut angular) = (DMat3::ZERO, DVec3::ZERO);
         for v in vertices {
             let i = v as usize;
             let r = state.position_at(i, t) - centre;
@@ -346,7 +353,7 @@ impl ObjectClosure {
             inertia += m
                 * (DMat3::from_diagonal(DVec3::splat(r.length_squared()))
                     - DMat3::from_cols(r * r.x, r * r.y, r * r.z));
-            momentum += m * r.cross(state.v[i]);
+            angular += m * r.cross(state.v[i]);
         }
         let scale = (inertia.x_axis.x + inertia.y_axis.y + inertia.z_axis.z) / 3.0;
         let inv_inertia = if scale == 0.0 {
@@ -362,7 +369,7 @@ impl ObjectClosure {
             centre,
             inv_inertia,
             velocity,
-            spin: inv_inertia * momentum,
+            spin: inv_inertia * angular,
         }))
     }
 }

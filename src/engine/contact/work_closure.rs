@@ -90,8 +90,6 @@ pub(super) struct WorkClosure {
     /// Per slot, with `restitution`: the open work when the pair last turned from separating
     /// to approaching inside its layers (0 at the start of an episode).
     top_error: Vec<f64>,
-    /// Thickness of the outermost layer.
-    eta1: f64,
     /// With `contact.closure_objects`: the work left open, closed when two objects part
     /// (`object_closure.rs`).
     objects: Option<ObjectClosure>,
@@ -111,16 +109,16 @@ impl WorkClosure {
             open: Vec::new(),
             key: Vec::new(),
             phases: None,
-            eta1: schedule.eta1,
             objects: None,
         }
     }
 
     /// From now on, with `cor = 1`, closes what the pairs leave open when two of `objects`
-    /// part (`contact.closure_objects`, `object_closure.rs`).
-    pub(super) fn close_across_objects(&mut self, objects: Vec<ObjectRange>) {
+    /// part, the outermost layer being `eta1` thick (`contact.closure_objects`,
+    /// `object_closure.rs`).
+    pub(super) fn close_across_objects(&mut self, objects: Vec<ObjectRange>, eta1: f64) {
         if self.enabled && self.restitution.is_none() {
-            self.objects = Some(ObjectClosure::new(objects, self.eta1));
+            self.objects = Some(ObjectClosure::new(objects, eta1));
         }
     }
 
