@@ -23,6 +23,10 @@
 //! any order), and [`History::select`] sorts the rows of only the vertices the broad phase kept (a
 //! stable counting sort, so each vertex's rows stay in time order) into the segment arrays the
 //! narrow phase reads, one contiguous run of segments a vertex.
+//!
+//! Both read only the rows from the latest mark up to which a check found the window clean
+//! ([`History::checked_to`]): a rollback never goes back before it, so the paths before it stay
+//! as checked, and each check costs the span it has not yet seen, not the whole window.
 
 use glam::DVec3;
 use rayon::prelude::*;
@@ -47,15 +51,19 @@ const AXES: usize = 9;
 /// One window's trajectories (see the module docs).
 #[derive(Debug, Default)]
 pub(super) struct History {
-    /// The window: `[start, end]`.
-    start: f64,
+    /// The span a check reads, `[from, end]`: from the window's start, or from the latest time
+    /// up to which a check found the window clean ([`History::checked_to`]), to where the run
+    /// was last sealed.
+    from: f64,
     end: f64,
+    /// The log's length at `from`: rows before it end by then and are not read.
+    from_len: usize,
     /// How far a simplified path may be from the path taken (a distance).
     deviation: f64,
     /// Per vertex: the segment being recorded.
     open: Vec<OpenSegment>,
-    /// Per vertex: position at the window's start.
-    x0: Vec<DVec3>,
+    /// Per vertex: position at `from`.
+    x_from: Vec<DVec3>,
     /// The log of closed segments, in event order.
     log: Rows,
     /// Vertex kicks recorded since [`take_kicks`](Self::take_kicks) last read them.
@@ -71,7 +79,7 @@ pub(super) struct History {
     seg_time: Vec<f64>,
     seg_x: Vec<DVec3>,
     seg_v: Vec<DVec3>,
-    /// After [`select`](Self::select): each selected vertex's largest speed in the window.
+    /// After [`select`](Self::select): each selected vertex's largest speed in the span.
     fastest: Vec<f64>,
     /// Scratch: the rows of a whole-mesh kick, one buffer a task.
     scratch: Vec<Rows>,
@@ -194,7 +202,7 @@ impl OpenSegment {
 /// One vertex's segments in a sealed history: parallel slices, in time order.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Path<'a> {
-    /// Start time of each segment (the first is the window's start).
+    /// Start time of each segment (the first is the span's start).
     pub(super) time: &'a [f64],
     /// Position at each segment's start.
     pub(super) x: &'a [DVec3],
@@ -243,12 +251,23 @@ impl History {
 
     /// Starts recording a window beginning at `start` from `state`.
     pub(super) fn begin(&mut self, state: &VertexState, start: f64) {
-        self.start = start;
         self.end = start;
         self.log.truncate(0);
         self.open_all(state, start);
-        self.x0.clear();
-        self.x0.extend(self.open.iter().map(|o| o.x));
+        self.checked_to(state, start);
+    }
+
+    /// Marks the window up to `time` as found clean by a check: later checks read the paths
+    /// from there on. The run stands at `time`, a mark (`state` is the state there, every
+    /// segment is closed at it and the log holds nothing later), and no rollback goes back
+    /// before it.
+    pub(super) fn checked_to(&mut self, state: &VertexState, time: f64) {
+        debug_assert!(self.open.iter().all(|o| o.time == time));
+        self.from = time;
+        self.from_len = self.log.len();
+        self.x_from.clear();
+        self.x_from.extend(self.open.iter().map(|o| o.x));
+        debug_assert_eq!(self.x_from.len(), state.len());
     }
 
     /// Opens every vertex's segment at its exact position at `time`.
@@ -341,11 +360,11 @@ impl History {
         Ok(())
     }
 
-    /// Fits every vertex's volume to its path over the window so far (after
-    /// [`seal`](Self::seal)), in one pass over the log.
+    /// Fits every vertex's volume to its path over the span checked (after
+    /// [`seal`](Self::seal)), in one pass over its rows of the log.
     pub(super) fn fit_volumes(&mut self, state: &VertexState) {
         let end = self.end;
-        let (span, x0) = ((self.start, end), &self.x0);
+        let (span, x_from) = ((self.from, end), &self.x_from);
         self.fits.clear();
         self.fits.par_extend(
             (0..state.len())
@@ -353,10 +372,12 @@ impl History {
                 .with_min_len(PAR_MIN_LEN)
                 .map_init(
                     || zone!("history_task"),
-                    |_, i| PathFit::new(span, x0[i], state.position_at(i, end)),
+                    |_, i| PathFit::new(span, x_from[i], state.position_at(i, end)),
                 ),
         );
-        let (log_vertex, log_time, log_x) = (&self.log.vertex, &self.log.time, &self.log.x);
+        let f = self.from_len;
+        let (log_vertex, log_time, log_x) =
+            (&self.log.vertex[f..], &self.log.time[f..], &self.log.x[f..]);
         let chunk = self.fits.len().div_ceil(self.tasks()).max(1);
         (self.fits.par_chunks_mut(chunk).enumerate()).for_each_init(
             || zone!("history_task"),
@@ -385,33 +406,35 @@ impl History {
         self.log.truncate(self.unsealed);
     }
 
-    /// How many tasks a pass over the log per vertex range is cut into: one a thread, each with
-    /// a share of the log worth its scan.
+    /// How many tasks a pass over the span's rows per vertex range is cut into: one a thread,
+    /// each with a share of the rows worth its scan.
     fn tasks(&self) -> usize {
-        rayon::current_num_threads().clamp(1, 1 + self.log.len() / PAR_MIN_ROWS)
+        let rows = self.log.len() - self.from_len;
+        rayon::current_num_threads().clamp(1, 1 + rows / PAR_MIN_ROWS)
     }
 
-    /// A volume over the window holding vertex `i`'s path taken, grown by `pad` (after
+    /// A volume over the span checked holding vertex `i`'s path taken, grown by `pad` (after
     /// [`fit_volumes`](Self::fit_volumes)).
     pub(super) fn volume(&self, i: u32, pad: f64) -> Dop18 {
         self.fits[i as usize].volume(pad + self.deviation)
     }
 
-    /// Vertex `i`'s position at the window's start.
+    /// Vertex `i`'s position at the start of the span checked.
     pub(super) fn start_position(&self, i: u32) -> DVec3 {
-        self.x0[i as usize]
+        self.x_from[i as usize]
     }
 
-    /// Sorts the paths of `vertices` (ascending, each once) out of the log, for
-    /// [`path`](Self::path) (after [`seal`](Self::seal)).
+    /// Sorts the paths of `vertices` (ascending, each once) over the span checked out of the
+    /// log, for [`path`](Self::path) (after [`seal`](Self::seal)).
     pub(super) fn select(&mut self, vertices: &[u32]) {
-        let n = self.x0.len();
+        let n = self.x_from.len();
+        let f = self.from_len;
         self.offset.clear();
         self.offset.resize(n + 1, 0);
         for &i in vertices {
             self.offset[i as usize + 1] = 1;
         }
-        for &i in &self.log.vertex {
+        for &i in &self.log.vertex[f..] {
             if self.offset[i as usize + 1] > 0 {
                 self.offset[i as usize + 1] += 1;
             }
@@ -461,7 +484,7 @@ impl History {
                 // `next[i - start]`: where vertex i's next row goes.
                 let mut next: Vec<u32> =
                     offset[vertices.clone()].iter().map(|o| o - base).collect();
-                for (r, &i) in log.vertex.iter().enumerate() {
+                for (r, &i) in log.vertex.iter().enumerate().skip(f) {
                     let i = i as usize;
                     if vertices.contains(&i) && offset[i + 1] > offset[i] {
                         let slot = &mut next[i - vertices.start];
@@ -484,9 +507,9 @@ impl History {
             ));
     }
 
-    /// The window `[start, end]`.
+    /// The span checked, `[from, end]`: the paths [`path`](Self::path) gives begin at `from`.
     pub(super) fn span(&self) -> (f64, f64) {
-        (self.start, self.end)
+        (self.from, self.end)
     }
 
     /// Vertex `i`'s path (after [`select`](Self::select) with `i` among the vertices).
@@ -661,6 +684,51 @@ mod tests {
         assert!(vol
             .overlap_interval(&other(DVec3::new(0.0, 9.0, 0.0)), 0.0, 3.0)
             .is_none());
+    }
+
+    #[test]
+    fn a_check_reads_the_paths_from_where_the_window_was_last_found_clean() {
+        let run = |checked: bool| {
+            let mut state = two_vertices();
+            state.v[0] = 10.0 * DVec3::X;
+            let mut h = History::new(1e-9);
+            h.begin(&state, 0.0);
+            state.apply_impulse(0, 1.0, -10.0 * DVec3::X);
+            h.record(&state, &[0]);
+            h.mark(&state, 1.5);
+            if checked {
+                h.checked_to(&state, 1.5);
+            }
+            state.apply_impulse(0, 2.0, DVec3::Y);
+            h.record(&state, &[0]);
+            h.seal(&state, 3.0).unwrap();
+            h.fit_volumes(&state);
+            h.select(&[0, 1]);
+            h
+        };
+        use crate::kds::kdop::Volume;
+        let rest = |at: DVec3| Dop18::fit(&[at], &[at], 0.0, 3.0, 0.0);
+        let h = run(true);
+        assert_eq!(h.span(), (1.5, 3.0));
+        let p = h.path(0);
+        assert_eq!(p.time, &[1.5, 2.0, 3.0]);
+        assert!(near(p.at(0, 1.5), 10.0 * DVec3::X, 1e-12));
+        assert_eq!(h.path(1).time, &[1.5, 3.0]);
+        // The volume holds the path from the mark on, not where the vertex was before it.
+        let (t, t_end) = h.span();
+        let vol = h.volume(0, 0.0);
+        let later = rest(DVec3::new(10.0, 0.5, 0.0));
+        assert!(vol.overlap_interval(&later, t, t_end).is_some());
+        assert!(vol.overlap_interval(&rest(DVec3::ZERO), t, t_end).is_none());
+        // Read from the window's start, it does.
+        let h = run(false);
+        let (t, t_end) = h.span();
+        assert_eq!(h.path(0).time, &[0.0, 1.0, 1.5, 2.0, 3.0]);
+        assert_eq!(t, 0.0);
+        assert!(h
+            .volume(0, 0.0)
+            .overlap_interval(&rest(DVec3::ZERO), t, t_end)
+            .is_some());
     }
 
     #[test]

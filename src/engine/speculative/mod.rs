@@ -29,6 +29,11 @@
 //! A find rolls back as at the window's end; a clean stop seals nothing for good, and the run
 //! goes on recording from there.
 //!
+//! A whole check reads the paths only from the latest mark up to which the window is known
+//! clean: the window's start, a clean probe's mark, or the mark a whole check's find rolls
+//! back to (it finds every pair needing a layer, so nothing came near before its earliest
+//! find). No rollback goes back before that mark, so the paths before it stay as checked.
+//!
 //! Every run of a window costs as much as the first, so layers are switched on generously:
 //! each at the time its pair first came within twice the activation distance on the recorded
 //! path, a deeper one too where the recorded path reached it, and a layer is only left once
@@ -265,6 +270,9 @@ impl Speculative {
                     break;
                 }
                 self.history.unseal();
+                if let Stop::Probe(t) = stop {
+                    self.history.checked_to(&sim.state, t);
+                }
                 stop = self.stop_after(stop, end, vertices);
                 continue;
             }
@@ -287,6 +295,13 @@ impl Speculative {
             let earliest = found.iter().map(|v| v.time).fold(f64::INFINITY, f64::min);
             let resume;
             (resume, processed) = (self.rewinds).restore_before(earliest, sim, &mut self.history);
+            debug_assert!(resume >= self.history.span().0);
+            // A whole check finds every pair that needs a layer, so the window is clean up to
+            // the earliest. With the audit on, only a clean check is audited, so the span
+            // before the earliest is left to the next one.
+            if !matches!(stop, Stop::Glance(_)) && !sim.audit {
+                self.history.checked_to(&sim.state, resume);
+            }
             let (pending_before, first) = (self.pending.len(), found[0]);
             (self.pending).extend(found.into_iter().map(|v| Violation {
                 switch_on: v.switch_on.max(resume),
@@ -511,15 +526,20 @@ impl Speculative {
         // Stable: each pair's changes stay in time order.
         self.changes.sort_by_key(|c| c.key);
         let changes = &self.changes;
+        // Each pair's active layers from the span's start: the changes before it are done.
+        let from = self.history.span().0;
         let keys: Vec<(PairKey, Timeline<'_>)> = candidates
             .iter()
             .map(|&key| {
                 let a = changes.partition_point(|c| c.key < key);
                 let b = changes.partition_point(|c| c.key <= key);
-                let changes = &changes[a..b];
-                let start = changes
-                    .first()
-                    .map_or_else(|| contact.active_layers(key), |c| c.before);
+                let (done, changes) =
+                    changes[a..b].split_at(changes[a..b].partition_point(|c| c.time < from));
+                let start = match (done.last(), changes.first()) {
+                    (Some(c), _) => c.after,
+                    (None, Some(c)) => c.before,
+                    (None, None) => contact.active_layers(key),
+                };
                 (key, Timeline { start, changes })
             })
             .collect();

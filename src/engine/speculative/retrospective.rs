@@ -103,12 +103,13 @@ pub(super) struct Violation {
     pub(super) switch_on: f64,
 }
 
-/// A feature pair's active layers over a window: the number at the start and its changes.
+/// A feature pair's active layers over the span checked: the number at its start and its
+/// changes.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Timeline<'a> {
-    /// Active layers at the window's start.
+    /// Active layers at the span's start.
     pub(super) start: u32,
-    /// The changes in the window, in time order.
+    /// The changes in the span, in time order.
     pub(super) changes: &'a [LayerChange],
 }
 
