@@ -254,20 +254,18 @@ impl History {
         self.end = start;
         self.log.truncate(0);
         self.open_all(state, start);
-        self.checked_to(state, start);
+        self.checked_to(start);
     }
 
     /// Marks the window up to `time` as found clean by a check: later checks read the paths
-    /// from there on. The run stands at `time`, a mark (`state` is the state there, every
-    /// segment is closed at it and the log holds nothing later), and no rollback goes back
-    /// before it.
-    pub(super) fn checked_to(&mut self, state: &VertexState, time: f64) {
+    /// from there on. The run stands at `time`, a mark (every segment is open from there and
+    /// the log holds nothing later), and no rollback goes back before it.
+    pub(super) fn checked_to(&mut self, time: f64) {
         debug_assert!(self.open.iter().all(|o| o.time == time));
         self.from = time;
         self.from_len = self.log.len();
         self.x_from.clear();
         self.x_from.extend(self.open.iter().map(|o| o.x));
-        debug_assert_eq!(self.x_from.len(), state.len());
     }
 
     /// Opens every vertex's segment at its exact position at `time`.
@@ -697,7 +695,7 @@ mod tests {
             h.record(&state, &[0]);
             h.mark(&state, 1.5);
             if checked {
-                h.checked_to(&state, 1.5);
+                h.checked_to(1.5);
             }
             state.apply_impulse(0, 2.0, DVec3::Y);
             h.record(&state, &[0]);

@@ -18,6 +18,13 @@
 //!    layer is never switched on inside itself: the next check finds such a pair again,
 //!    earlier. Otherwise commit.
 //!
+//! A layer applies nothing to a pair beyond its thickness, so a find only spoils the run if
+//! its pair also came within the thickness of the first layer it did not have (with a margin
+//! of 1%, which leaves the audit room to prove it). A whole check whose finds all stayed
+//! beyond that lets the run stand: their layers are switched on where it stopped, and the
+//! ticks they missed would all have been idle. A glance's finds roll back either way: it
+//! does not see every pair.
+//!
 //! Finds cluster near the start of a run: pairs in lasting contact that reach their next
 //! layer as the window starts, contacts opening, pairs whose neighbours' layers just acted
 //! after a rollback. So a run stops part of the way to be checked before it goes on:
@@ -26,8 +33,8 @@
 //! - two marks after its start, for a whole check (a probe), where the rest of the run is
 //!   expected to cost far more than a check ([`PROBE_WORTH`]).
 //!
-//! A find rolls back as at the window's end; a clean stop seals nothing for good, and the run
-//! goes on recording from there.
+//! A find that acts rolls back as at the window's end; a stop that stands seals nothing for
+//! good, and the run goes on recording from there.
 //!
 //! A whole check reads the paths only from the latest mark up to which the window is known
 //! clean: the window's start, a clean probe's mark, or the mark a whole check's find rolls
@@ -72,11 +79,13 @@ use crate::profile::zone;
 /// The first window, as a fraction of the frame interval.
 const FIRST_WINDOW: f64 = 1.0 / 8.0;
 
-/// A window that commits after at most [`CALM_ROLLBACKS`] rollbacks at whole checks makes the
-/// next this much longer; one that needed more makes the next half as long (a glance's find
-/// replays at most a mark's run, so it does not count). A window costs a check of every
-/// vertex however short it is, and a pair in lasting contact finds a layer to switch on in
-/// most windows, so one rollback is no reason to shrink.
+/// A window whose whole checks found layers needed at most [`CALM_ROLLBACKS`] times, rolled
+/// back or not, makes the next this much longer; one that found more makes the next half as
+/// long (a glance's find replays at most a mark's run, so it does not count). A window costs a
+/// check of every vertex however short it is, and a pair in lasting contact finds a layer to
+/// switch on in most windows, so one find is no reason to shrink. Finds that let the run stand
+/// count too: not counted, they grew the knot's windows until its idle layers ticked 50% more
+/// often than the rollbacks they saved cost.
 const GROWTH: f64 = 1.5;
 
 /// A window run again more often than this stops the run (a bug: each run switches on a
@@ -103,6 +112,24 @@ const PROBE_WORTH: f64 = 400.0;
 /// The broad phase's reach beyond the first layer's activation distance (a relative margin for
 /// the rounding of the volumes).
 const REACH_MARGIN: f64 = 1.01;
+
+/// The order of pending layers: by switch-on time, then pair, layer and find.
+fn pending_order(a: &Violation, b: &Violation) -> std::cmp::Ordering {
+    (a.switch_on.total_cmp(&b.switch_on))
+        .then(a.key.cmp(&b.key))
+        .then(a.layer.cmp(&b.layer))
+        .then(a.time.total_cmp(&b.time))
+}
+
+/// What a check found: the layers needed, and whether any of them would have applied an
+/// impulse in the run checked (a pair came within the layer's thickness, not only its
+/// activation distance). If none would, the run stands as it is.
+struct Detection {
+    /// The layers needed, each at the first time found, in pair order.
+    found: Vec<Violation>,
+    /// Whether a pair of `found` may have come within the thickness of a layer it did not have.
+    acting: bool,
+}
 
 /// Where a run of a window stops to be checked.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -247,7 +274,7 @@ impl Speculative {
         self.rewinds.begin(start, end);
         self.pending.clear();
         let (mut rollbacks, mut probes, mut next, mut processed) = (0, 0, 0, None);
-        let mut whole_rollbacks = 0;
+        let mut whole_finds = 0;
         let vertices = sim.state.len();
         let mut stop = if last {
             Stop::End
@@ -264,20 +291,28 @@ impl Speculative {
                 self.kick_rate = kicks as f64 / (to.0 - from);
             }
             from = to.0;
-            let found = self.detect(sim, !matches!(stop, Stop::Glance(_)))?;
-            if found.is_empty() {
+            let whole = !matches!(stop, Stop::Glance(_));
+            let Detection { found, acting } = self.detect(sim, whole)?;
+            // The run stands if none of the finds would have acted; a glance does not see
+            // every pair, so its finds roll back whether they act or not.
+            if found.is_empty() || (whole && !acting) {
+                if !found.is_empty() {
+                    // Their layers are switched on where the run stopped.
+                    whole_finds += 1;
+                    self.switch_on_at_stop(sim, found, (to.0, stop == Stop::End), &mut next)?;
+                }
                 if stop == Stop::End {
                     break;
                 }
                 self.history.unseal();
                 if let Stop::Probe(t) = stop {
-                    self.history.checked_to(&sim.state, t);
+                    self.history.checked_to(t);
                 }
                 stop = self.stop_after(stop, end, vertices);
                 continue;
             }
             rollbacks += 1;
-            whole_rollbacks += u64::from(!matches!(stop, Stop::Glance(_)));
+            whole_finds += u64::from(whole);
             if rollbacks > MAX_ROLLBACKS {
                 return Err(RunError::Internal {
                     time: start,
@@ -300,19 +335,14 @@ impl Speculative {
             // the earliest. With the audit on, only a clean check is audited, so the span
             // before the earliest is left to the next one.
             if !matches!(stop, Stop::Glance(_)) && !sim.audit {
-                self.history.checked_to(&sim.state, resume);
+                self.history.checked_to(resume);
             }
             let (pending_before, first) = (self.pending.len(), found[0]);
             (self.pending).extend(found.into_iter().map(|v| Violation {
                 switch_on: v.switch_on.max(resume),
                 ..v
             }));
-            self.pending.sort_unstable_by(|a, b| {
-                (a.switch_on.total_cmp(&b.switch_on))
-                    .then(a.key.cmp(&b.key))
-                    .then(a.layer.cmp(&b.layer))
-                    .then(a.time.total_cmp(&b.time))
-            });
+            self.pending.sort_unstable_by(pending_order);
             self.pending.dedup();
             // Nothing new to switch on: the run from the same mark would be the same, forever.
             if self.pending.len() == pending_before {
@@ -339,7 +369,7 @@ impl Speculative {
         });
         contact.count_window(rollbacks, probes);
         self.committed = end;
-        self.length = if whole_rollbacks <= CALM_ROLLBACKS {
+        self.length = if whole_finds <= CALM_ROLLBACKS {
             (GROWTH * self.length).min(self.longest)
         } else {
             (0.5 * (end - start)).max(SHORTEST_WINDOW * self.longest)
@@ -481,6 +511,36 @@ impl Speculative {
         }
     }
 
+    /// Switches on the layers of `found` at `t`, where a run that stands stopped: at once if
+    /// that is the window's `end`, otherwise as pending layers of the run that goes on from
+    /// there (`next` is its first pending layer). Their pairs came no nearer than their
+    /// thickness before, so the ticks the layers would have had applied nothing.
+    fn switch_on_at_stop(
+        &mut self,
+        sim: &mut Simulation,
+        found: Vec<Violation>,
+        (t, end): (f64, bool),
+        next: &mut usize,
+    ) -> Result<(), RunError> {
+        let at_stop = found.into_iter().map(|v| Violation { switch_on: t, ..v });
+        if !end {
+            self.pending.extend(at_stop);
+            self.pending.sort_unstable_by(pending_order);
+            self.pending.dedup();
+            *next = self.pending.partition_point(|p| p.switch_on < t);
+            return Ok(());
+        }
+        let contact = sim.contact.as_mut().expect("contact is on");
+        let sched = &mut Scheduler {
+            table: &mut sim.events,
+            queue: &mut sim.queue,
+        };
+        for v in at_stop {
+            contact.switch_on_speculatively(v.key, v.layer, &sim.state, t, sched)?;
+        }
+        Ok(())
+    }
+
     /// Switches on the next pending layer (`pending[next]`).
     fn switch_on_next(&mut self, sim: &mut Simulation, next: &mut usize) -> Result<(), RunError> {
         let contact = sim.contact.as_mut().expect("contact is on");
@@ -495,10 +555,10 @@ impl Speculative {
     }
 
     /// The retrospective check of the window run so far: the layers it found needed, each at
-    /// the first time found, in pair order. A `whole` check finds the candidate pairs first,
-    /// and with the audit on, a clean whole check is audited; otherwise the last check's
-    /// candidates are looked at again.
-    fn detect(&mut self, sim: &mut Simulation, whole: bool) -> Result<Vec<Violation>, RunError> {
+    /// the first time found, in pair order, and whether any of them would have acted. A
+    /// `whole` check finds the candidate pairs first, and with the audit on, a whole check
+    /// whose run stands is audited; otherwise the last check's candidates are looked at again.
+    fn detect(&mut self, sim: &mut Simulation, whole: bool) -> Result<Detection, RunError> {
         let _zone = zone!("retrospective");
         let contact = sim.contact.as_mut().expect("contact is on");
         let schedule = *contact.schedule();
@@ -545,7 +605,15 @@ impl Speculative {
             .collect();
         let found =
             (self.detector).violations(&self.history, &schedule, &sim.state.inv_mass, &keys);
-        if found.is_empty() && whole && sim.audit {
+        // Whether a layer found needed would have applied an impulse in the run.
+        let acting = !found.is_empty() && {
+            let found_keys: Vec<(PairKey, Timeline<'_>)> = (keys.iter())
+                .filter(|(k, _)| found.binary_search_by(|v| v.key.cmp(k)).is_ok())
+                .copied()
+                .collect();
+            (self.detector).may_act(&self.history, &schedule, &found_keys)
+        };
+        if !acting && whole && sim.audit {
             let (start, end) = self.history.span();
             self.detector
                 .audit(&self.history, &schedule, &keys)
@@ -557,6 +625,6 @@ impl Speculative {
         }
         drop(keys);
         self.candidates = candidates;
-        Ok(found)
+        Ok(Detection { found, acting })
     }
 }

@@ -88,6 +88,11 @@ const DEEPEST_LOOKAHEAD: u32 = 64;
 /// one that then comes in earlier than recorded would need another run.
 const EARLY_REACH: f64 = 2.0;
 
+/// A layer found needed acts on a run, so that the run must be rolled back, where its pair may
+/// have come within this many times its thickness: the margin keeps a run that stands
+/// provably clear of every layer it did not have, for the audit.
+const ACT_MARGIN: f64 = 1.01;
+
 /// A pair found closer than a layer's activation distance while the layer was off.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Violation {
@@ -412,6 +417,21 @@ impl Retrospective {
         found.into_iter().flatten().collect()
     }
 
+    /// Whether any of `keys` (with its timeline) may have come within [`ACT_MARGIN`] times the
+    /// thickness of the first layer it did not have active: a layer that would have applied
+    /// an impulse had it been on.
+    pub(super) fn may_act(
+        &self,
+        history: &History,
+        schedule: &LayerSchedule,
+        keys: &[(PairKey, Timeline<'_>)],
+    ) -> bool {
+        let span = history.span();
+        (keys.par_iter().with_min_len(PAR_PAIRS)).any(|&(key, timeline)| {
+            may_act(key, &self.paths(history, key), timeline, span, schedule)
+        })
+    }
+
     /// The audit of a clean window (see the module docs): the first pair that may have come
     /// closer than `eta(l)` while layer `l` was off, described.
     pub(super) fn audit(
@@ -536,6 +556,23 @@ impl Ends {
         }
         true
     }
+}
+
+/// Whether `key` on `paths` may have come within [`ACT_MARGIN`] times the thickness of the
+/// first layer it did not have active over `span`, its active layers following `timeline`.
+fn may_act(
+    key: PairKey,
+    paths: &Paths<'_>,
+    timeline: Timeline<'_>,
+    span: (f64, f64),
+    schedule: &LayerSchedule,
+) -> bool {
+    timeline
+        .spans(span, |from, to, last, active| {
+            let thickness = ACT_MARGIN * schedule.eta(active + 1);
+            first_within(key, paths, (from, to, last), thickness)
+        })
+        .is_some()
 }
 
 /// The bound on how fast the distance of `key` can change with its vertices moving at `v`:
@@ -1010,6 +1047,37 @@ mod tests {
         // A pair that stays beyond every reach needs nothing.
         let clear = needed_layers(&pair, (0.0, 0.5, false), 0, &schedule);
         assert!(clear.is_empty());
+    }
+
+    #[test]
+    fn a_layer_found_needed_acts_only_where_its_pair_came_within_its_thickness() {
+        // The vertex falling at 1 cm/s comes within the activation distance of layer 1
+        // (0.11) at t = 0.89 and within its thickness (0.1, with the margin 0.101) at 0.899.
+        let (m, key) = (falling_vertex(1.0), PairKey::VertexTriangle(0, 0));
+        let paths = m.paths();
+        let schedule = LayerSchedule::new(0.1, 1000.0, LayerLaw::Thesis).unwrap();
+        let off = Timeline {
+            start: 0,
+            changes: &[],
+        };
+        let pair = over_fixed_triangle(&paths);
+        assert!(!needed_layers(&pair, (0.0, 0.895, true), 0, &schedule).is_empty());
+        assert!(!may_act(key, &paths, off, (0.0, 0.895), &schedule));
+        assert!(may_act(key, &paths, off, (0.0, 0.95), &schedule));
+        // Layer 1 on from t = 0.5: what matters after that is layer 2's thickness, 0.0841
+        // (0.0849 with the margin), reached at 0.9151.
+        let on = [LayerChange {
+            key,
+            time: 0.5,
+            before: 0,
+            after: 1,
+        }];
+        let switched = Timeline {
+            start: 0,
+            changes: &on,
+        };
+        assert!(!may_act(key, &paths, switched, (0.0, 0.91), &schedule));
+        assert!(may_act(key, &paths, switched, (0.0, 0.95), &schedule));
     }
 
     #[test]
