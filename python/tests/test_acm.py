@@ -175,8 +175,14 @@ def test_ctrl_c_stops_a_run_between_two_events():
             os.kill(os.getpid(), signal.SIGINT)
 
     sim = acm.Simulation(acm.load(PROFILE))
-    with pytest.raises(KeyboardInterrupt):
-        sim.run_until(1.0, on_frame=on_frame)
+    # Python's own handler, whatever this process inherited: a shell without job control
+    # starts background jobs with SIGINT ignored, and Python then installs none.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sim.run_until(1.0, on_frame=on_frame)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert 0.04 <= sim.time < 1.0
     assert sim.stats["interrupted"]
     # The simulation can go on from where it stopped.
