@@ -170,6 +170,18 @@ impl ObjectClosure {
 
     /// Records one pair tick (before its impulses are applied to `state` at `t`).
     pub(super) fn record(&mut self, tick: &TickWork<'_>, state: &VertexState, t: f64) {
+        let i = tick.slot as usize;
+        let now_inside = tick.tick.distance < self.eta1;
+        // A listed pair's idle tick (outside, before and after, and no work) changes nothing:
+        // spare it the objects' and the episode's lookups. Layers left late tick idle many
+        // times.
+        if self.listed.get(i) == Some(&true)
+            && !now_inside
+            && !self.inside[i]
+            && tick.work == Some(0.0)
+        {
+            return;
+        }
         let mut objects = [0; 6];
         for (o, &v) in objects.iter_mut().zip(tick.verts) {
             *o = self.object_of(v);
@@ -177,16 +189,9 @@ impl ObjectClosure {
         let Some((lo, hi)) = ordered(objects[0], objects[tick.key.a_count()]) else {
             return;
         };
-        let i = tick.slot as usize;
         if self.inside.len() <= i {
             self.inside.resize(i + 1, false);
             self.listed.resize(i + 1, false);
-        }
-        let now_inside = tick.tick.distance < self.eta1;
-        // A listed pair's idle tick (outside, before and after, and no work) changes nothing:
-        // spare it the episode's lookup. Layers left late tick idle many times.
-        if self.listed[i] && !now_inside && !self.inside[i] && tick.work == Some(0.0) {
-            return;
         }
         let was_inside = std::mem::replace(&mut self.inside[i], now_inside);
         let list = !std::mem::replace(&mut self.listed[i], true);

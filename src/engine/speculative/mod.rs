@@ -113,22 +113,15 @@ const PROBE_WORTH: f64 = 400.0;
 /// the rounding of the volumes).
 const REACH_MARGIN: f64 = 1.01;
 
-/// The order of pending layers: by switch-on time, then pair, layer and find.
-fn pending_order(a: &Violation, b: &Violation) -> std::cmp::Ordering {
-    (a.switch_on.total_cmp(&b.switch_on))
-        .then(a.key.cmp(&b.key))
-        .then(a.layer.cmp(&b.layer))
-        .then(a.time.total_cmp(&b.time))
-}
-
-/// What a check found: the layers needed, and whether any of them would have applied an
-/// impulse in the run checked (a pair came within the layer's thickness, not only its
-/// activation distance). If none would, the run stands as it is.
+/// What a check found: the layers needed, and whether the run checked stands.
 struct Detection {
     /// The layers needed, each at the first time found, in pair order.
     found: Vec<Violation>,
-    /// Whether a pair of `found` may have come within the thickness of a layer it did not have.
-    acting: bool,
+    /// Whether the run stands: nothing found, or a whole check's finds none of which would
+    /// have applied an impulse (no pair came within the thickness of a layer it did not have,
+    /// only within its activation distance). A glance does not see every pair, so its finds
+    /// never let the run stand.
+    stands: bool,
 }
 
 /// Where a run of a window stops to be checked.
@@ -292,10 +285,8 @@ impl Speculative {
             }
             from = to.0;
             let whole = !matches!(stop, Stop::Glance(_));
-            let Detection { found, acting } = self.detect(sim, whole)?;
-            // The run stands if none of the finds would have acted; a glance does not see
-            // every pair, so its finds roll back whether they act or not.
-            if found.is_empty() || (whole && !acting) {
+            let Detection { found, stands } = self.detect(sim, whole)?;
+            if stands {
                 if !found.is_empty() {
                     // Their layers are switched on where the run stopped.
                     whole_finds += 1;
@@ -334,16 +325,14 @@ impl Speculative {
             // A whole check finds every pair that needs a layer, so the window is clean up to
             // the earliest. With the audit on, only a clean check is audited, so the span
             // before the earliest is left to the next one.
-            if !matches!(stop, Stop::Glance(_)) && !sim.audit {
+            if whole && !sim.audit {
                 self.history.checked_to(resume);
             }
             let (pending_before, first) = (self.pending.len(), found[0]);
-            (self.pending).extend(found.into_iter().map(|v| Violation {
+            self.add_pending(found.into_iter().map(|v| Violation {
                 switch_on: v.switch_on.max(resume),
                 ..v
             }));
-            self.pending.sort_unstable_by(pending_order);
-            self.pending.dedup();
             // Nothing new to switch on: the run from the same mark would be the same, forever.
             if self.pending.len() == pending_before {
                 return Err(RunError::Internal {
@@ -524,9 +513,7 @@ impl Speculative {
     ) -> Result<(), RunError> {
         let at_stop = found.into_iter().map(|v| Violation { switch_on: t, ..v });
         if !end {
-            self.pending.extend(at_stop);
-            self.pending.sort_unstable_by(pending_order);
-            self.pending.dedup();
+            self.add_pending(at_stop);
             *next = self.pending.partition_point(|p| p.switch_on < t);
             return Ok(());
         }
@@ -539,6 +526,19 @@ impl Speculative {
             contact.switch_on_speculatively(v.key, v.layer, &sim.state, t, sched)?;
         }
         Ok(())
+    }
+
+    /// Adds `layers` to the pending ones, kept in order (by switch-on time, then pair, layer
+    /// and find) and each once.
+    fn add_pending(&mut self, layers: impl Iterator<Item = Violation>) {
+        self.pending.extend(layers);
+        self.pending.sort_unstable_by(|a, b| {
+            (a.switch_on.total_cmp(&b.switch_on))
+                .then(a.key.cmp(&b.key))
+                .then(a.layer.cmp(&b.layer))
+                .then(a.time.total_cmp(&b.time))
+        });
+        self.pending.dedup();
     }
 
     /// Switches on the next pending layer (`pending[next]`).
@@ -555,9 +555,9 @@ impl Speculative {
     }
 
     /// The retrospective check of the window run so far: the layers it found needed, each at
-    /// the first time found, in pair order, and whether any of them would have acted. A
-    /// `whole` check finds the candidate pairs first, and with the audit on, a whole check
-    /// whose run stands is audited; otherwise the last check's candidates are looked at again.
+    /// the first time found, in pair order, and whether the run stands. A `whole` check finds
+    /// the candidate pairs first, and with the audit on, a whole check whose run stands is
+    /// audited; otherwise the last check's candidates are looked at again.
     fn detect(&mut self, sim: &mut Simulation, whole: bool) -> Result<Detection, RunError> {
         let _zone = zone!("retrospective");
         let contact = sim.contact.as_mut().expect("contact is on");
@@ -605,15 +605,16 @@ impl Speculative {
             .collect();
         let found =
             (self.detector).violations(&self.history, &schedule, &sim.state.inv_mass, &keys);
-        // Whether a layer found needed would have applied an impulse in the run.
-        let acting = !found.is_empty() && {
-            let found_keys: Vec<(PairKey, Timeline<'_>)> = (keys.iter())
-                .filter(|(k, _)| found.binary_search_by(|v| v.key.cmp(k)).is_ok())
-                .copied()
-                .collect();
-            (self.detector).may_act(&self.history, &schedule, &found_keys)
-        };
-        if !acting && whole && sim.audit {
+        // A whole check's finds spoil the run only if one of them would have acted in it.
+        let stands = found.is_empty()
+            || (whole && {
+                let found_keys: Vec<(PairKey, Timeline<'_>)> = (keys.iter())
+                    .filter(|(k, _)| found.binary_search_by(|v| v.key.cmp(k)).is_ok())
+                    .copied()
+                    .collect();
+                !(self.detector).may_act(&self.history, &schedule, &found_keys)
+            });
+        if stands && whole && sim.audit {
             let (start, end) = self.history.span();
             self.detector
                 .audit(&self.history, &schedule, &keys)
@@ -625,6 +626,6 @@ impl Speculative {
         }
         drop(keys);
         self.candidates = candidates;
-        Ok(Detection { found, acting })
+        Ok(Detection { found, stands })
     }
 }
