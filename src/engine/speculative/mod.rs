@@ -13,7 +13,8 @@
 //! 3. look over the recorded paths for pairs that came within `ACTIVATION * eta(l)` of a layer
 //!    `l` they did not have ([`retrospective`]);
 //! 4. if there are any, go back to the last mark before the earliest of them and run on from
-//!    there with all of them switched on as well. Up to the earliest the paths stay as
+//!    there with all of them switched on as well (and one layer more for a pair found again
+//!    deeper than the layers switched on for it: it is sinking under a load). Up to the earliest the paths stay as
 //!    recorded, so its layer is on time; the later ones may come too late once it acts, and a
 //!    layer is never switched on inside itself: the next check finds such a pair again,
 //!    earlier. Otherwise commit.
@@ -75,6 +76,7 @@ use super::{FrameSink, NoFrames, Processed, RunError, Simulation};
 use crate::contact::PairKey;
 use crate::events::{EventKind, Scheduler};
 use crate::profile::zone;
+use hashbrown::HashMap;
 
 /// The first window, as a fraction of the frame interval.
 const FIRST_WINDOW: f64 = 1.0 / 8.0;
@@ -329,7 +331,8 @@ impl Speculative {
                 self.history.checked_to(resume);
             }
             let (pending_before, first) = (self.pending.len(), found[0]);
-            self.add_pending(found.into_iter().map(|v| Violation {
+            let sinking = sinking(&self.pending, &found);
+            self.add_pending(found.into_iter().chain(sinking).map(|v| Violation {
                 switch_on: v.switch_on.max(resume),
                 ..v
             }));
@@ -627,5 +630,58 @@ impl Speculative {
         drop(keys);
         self.candidates = candidates;
         Ok(Detection { found, stands })
+    }
+}
+
+/// One layer more for each find of a pair that needs a deeper layer than those already pending
+/// for it in this window, with the find's times: a pair found again deeper is sinking as its
+/// layers take up a load (the sheet pressing on the sphere), and most often needs the next one
+/// too. Each such layer saves a run of the window if reached and only ticks idle if not.
+fn sinking(pending: &[Violation], found: &[Violation]) -> Vec<Violation> {
+    let mut deepest: HashMap<PairKey, u32> = HashMap::new();
+    for p in pending {
+        let layer = deepest.entry(p.key).or_insert(p.layer);
+        *layer = (*layer).max(p.layer);
+    }
+    (found.iter())
+        .filter(|v| deepest.get(&v.key).is_some_and(|&l| l < v.layer))
+        .map(|v| Violation {
+            layer: v.layer + 1,
+            ..*v
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn find(key: PairKey, layer: u32, time: f64) -> Violation {
+        Violation {
+            time,
+            key,
+            layer,
+            switch_on: 0.5 * time,
+        }
+    }
+
+    #[test]
+    fn a_pair_found_again_deeper_gets_one_layer_more() {
+        let (a, b, c) = (
+            PairKey::VertexTriangle(0, 1),
+            PairKey::EdgeEdge(2, 3),
+            PairKey::VertexTriangle(4, 5),
+        );
+        let pending = [find(a, 1, 0.1), find(a, 2, 0.1), find(b, 3, 0.2)];
+        let found = [
+            find(a, 3, 0.3),
+            find(a, 2, 0.25),
+            find(b, 3, 0.15),
+            find(c, 1, 0.4),
+        ];
+        // Only `a` needs more than it had (2): its next layer, at the find's times. `b` came
+        // sooner to a layer it had, `c` is new.
+        assert_eq!(sinking(&pending, &found), vec![find(a, 4, 0.3)]);
+        assert!(sinking(&[], &found).is_empty());
     }
 }

@@ -73,10 +73,10 @@ const LOOSE: f64 = 2.0;
 /// Layers past the first one a pair needs that are looked for on the same recorded path: a
 /// pair that comes in fast needs several, and each one found in the same check saves a run of
 /// the window (the layer above it would have to act first for the next check to find it).
-/// Most finds after a rollback are pairs found before, sinking one or two layers deeper as
-/// their layers take up a load; two ran the knot 5% faster than one, three 2% faster, with the
-/// other benchmark scenes unchanged.
-const LOOKAHEAD_LAYERS: u32 = 2;
+/// Two ran the knot 5% faster, but `projectiles_nails` 5x slower: a layer switched on that a
+/// pair never reaches ticks idle, and deep layers tick fast. A pair found again deeper gets
+/// one more layer instead (`sinking` in the scheduler).
+const LOOKAHEAD_LAYERS: u32 = 1;
 
 /// [`stopping_layer`] asks the layers to store this many times a pair's kinetic energy of
 /// approach. The mass it takes already errs deep; twice the energy switched on more idle deep
