@@ -411,9 +411,10 @@ fn audit_core(positions: &[DVec3], triangles: &[[u32; 3]], cutoff: f64) -> Acc {
                     if !bi.overlaps(bj) || ctx.adjacent(i, j) {
                         continue;
                     }
-                    // Visit the pair only in the cell holding the max of the lower corners.
-                    let corner = bi.lo.max(bj.lo);
-                    let owner = key([0, 1, 2].map(|k| grid.index(corner[k], k)));
+                    // Visit the pair only in the cell holding the max of the lower corners
+                    // (the index is monotone: the max of the corners' indices).
+                    let (ri, rj) = (&ranges[i], &ranges[j]);
+                    let owner = key([0, 1, 2].map(|k| ri[k].0.max(rj[k].0)));
                     if owner == cell_key {
                         acc = acc.join(ctx.pair(i, j, ctx.bound(&acc)));
                     }
