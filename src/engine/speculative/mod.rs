@@ -14,10 +14,10 @@
 //!    `l` they did not have ([`retrospective`]);
 //! 4. if there are any, go back to the last mark before the earliest of them and run on from
 //!    there with all of them switched on as well (and one layer more for a pair found again
-//!    deeper than the layers switched on for it: it is sinking under a load). Up to the earliest the paths stay as
-//!    recorded, so its layer is on time; the later ones may come too late once it acts, and a
-//!    layer is never switched on inside itself: the next check finds such a pair again,
-//!    earlier. Otherwise commit.
+//!    deeper than the layers switched on for it: it is sinking under a load). Up to the
+//!    earliest the paths stay as recorded, so its layer is on time; the later ones may come
+//!    too late once it acts, and a layer is never switched on inside itself: the next check
+//!    finds such a pair again, earlier. Otherwise commit.
 //!
 //! A layer applies nothing to a pair beyond its thickness, so a find only spoils the run if
 //! its pair also came within the thickness of the first layer it did not have (with a margin
