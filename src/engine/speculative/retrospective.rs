@@ -156,6 +156,10 @@ pub(super) struct Retrospective {
     bvh: Option<Bvh<Dop18>>,
     /// [`Bvh::spread`] when the hierarchy was built.
     built_spread: f64,
+    /// The candidate filter's allowance for rounding: [`TOLERANCE`] relative to the largest
+    /// extent of any vertex volume, so no less than each pair's own relative one, and worked
+    /// out once a check instead of once for every axis of every feature pair tested.
+    tolerance: f64,
 }
 
 /// The four paths of a feature pair.
@@ -172,6 +176,7 @@ impl Retrospective {
             span: (0.0, 0.0),
             bvh: None,
             built_spread: 0.0,
+            tolerance: 0.0,
         }
     }
 
@@ -235,7 +240,7 @@ impl Retrospective {
         let mut near = |k: PairKey| {
             let v = leaves.key_vertices(k);
             let (p, q) = sides(k, &v);
-            if Ends::unions_meet(&self.vertex_ends, p, q) {
+            if Ends::unions_meet(&self.vertex_ends, p, q, self.tolerance) {
                 found(k);
             }
         };
@@ -286,7 +291,7 @@ impl Retrospective {
     /// each feature pair by the leaves that own its vertex and edges only
     /// ([`Leaves::owned_features`]).
     fn leaf_features(&self, p: u32, q: u32, near: &mut impl FnMut(PairKey)) {
-        if Ends::unions_meet(&self.leaf_ends, &[p], &[q]) {
+        if Ends::unions_meet(&self.leaf_ends, &[p], &[q], self.tolerance) {
             self.leaves.owned_features(p, q, near);
         }
     }
@@ -341,6 +346,7 @@ impl Retrospective {
                 .with_min_len(PAR_MIN_LEN)
                 .map_init(|| zone!("check_task"), |_, v| Ends::of(v, (t, t_end))),
         );
+        self.tolerance = TOLERANCE * (1.0 + Ends::magnitude(&self.vertex_ends));
         let (leaves, vertex_ends) = (&self.leaves, &self.vertex_ends);
         self.leaf_ends.clear();
         (self.leaf_ends).par_extend(
@@ -512,12 +518,26 @@ impl Ends {
         out
     }
 
+    /// The largest magnitude of any extent of `ends` (0 for none).
+    fn magnitude(ends: &[Ends]) -> f64 {
+        (ends.par_iter().with_min_len(PAR_MIN_LEN))
+            .map_init(
+                || zone!("check_task"),
+                |_, e| {
+                    (e.lo0.iter().chain(&e.lo1).chain(&e.hi0).chain(&e.hi1))
+                        .fold(0.0f64, |m, x| m.max(x.abs()))
+                },
+            )
+            .reduce(|| 0.0, f64::max)
+    }
+
     /// Whether the union of the volumes `ends[i]`, `i` in `a`, may overlap the union of those
     /// in `b` at some time of the window (both non-empty). Per axis, a union's lower extent is
     /// the least of lines, concave in time, so the chord between its ends lies below it; each
     /// side's gap on a chord is linear in the time, and the pair may meet only where every
-    /// gap is non-negative.
-    fn unions_meet(ends: &[Ends], a: &[u32], b: &[u32]) -> bool {
+    /// gap is non-negative. Every gap is widened by `tol`, which covers the rounding of the
+    /// extents (at least [`TOLERANCE`] times one plus their magnitude).
+    fn unions_meet(ends: &[Ends], a: &[u32], b: &[u32], tol: f64) -> bool {
         let side = |ids: &[u32], j: usize| {
             let inf = f64::INFINITY;
             ids.iter()
@@ -536,8 +556,6 @@ impl Ends {
         for j in 0..AXES {
             let (alo0, alo1, ahi0, ahi1) = side(a, j);
             let (blo0, blo1, bhi0, bhi1) = side(b, j);
-            let scale = 1.0 + alo0.abs().max(ahi1.abs()).max(blo0.abs()).max(bhi1.abs());
-            let tol = TOLERANCE * scale;
             let gaps = [
                 (ahi0 - blo0 + tol, ahi1 - blo1 + tol),
                 (bhi0 - alo0 + tol, bhi1 - alo1 + tol),
@@ -985,7 +1003,8 @@ mod tests {
                 let at = |v: u32| paths[v as usize].at(paths[v as usize].segment_at(s), s);
                 a.iter().any(|&p| b.iter().any(|&q| at(p).distance(at(q)) <= 2.0 * pad))
             });
-            prop_assert!(!near || Ends::unions_meet(&ends, &a, &b));
+            let tol = TOLERANCE * (1.0 + Ends::magnitude(&ends));
+            prop_assert!(!near || Ends::unions_meet(&ends, &a, &b, tol));
         }
     }
 
