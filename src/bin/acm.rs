@@ -418,6 +418,17 @@ fn run(args: RunArgs) -> Result<(), Failure> {
                 s.wall_seconds,
                 s.events_per_second
             );
+            if let Some(c) = s.contact.as_ref().filter(|c| c.windows > 0) {
+                println!(
+                    "speculative: {} windows committed after {} rollbacks, which ran {} events \
+                     again ({:.1}% on top of the {} committed)",
+                    c.windows,
+                    c.rollbacks,
+                    c.rolled_back_events,
+                    100.0 * c.rolled_back_events as f64 / s.events_total.max(1) as f64,
+                    s.events_total
+                );
+            }
             Ok(())
         }
         Err(e) => Err(run_failure(e, &name, &args.out)),

@@ -114,6 +114,23 @@ pub struct ContactStats {
     /// whole check's candidate pairs, and whole checks where the rest of the run was expected
     /// to cost far more than one.
     pub probes: u64,
+    /// Events processed in runs of speculative windows that were then rolled back, and so
+    /// processed again: what speculation cost on top of the run's own `events_total`.
+    pub rolled_back_events: u64,
+}
+
+/// A speculative run's window counters, added up window by window (not part of a checkpoint:
+/// a rollback does not undo them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct WindowCounts {
+    /// Windows committed.
+    pub(super) committed: u64,
+    /// Times a window was rolled back.
+    pub(super) rollbacks: u64,
+    /// Checks part of the way through a window's run.
+    pub(super) probes: u64,
+    /// Events processed in the runs rolled back.
+    pub(super) rolled_back_events: u64,
 }
 
 /// Contact state and its events (see the module docs).
@@ -153,8 +170,8 @@ pub(super) struct Contact {
     /// are switched on by [`Self::switch_on_speculatively`], and every change of a pair's
     /// layers and every vertex a layer tick kicks is logged for the window's check.
     speculative: Option<SpeculativeLog>,
-    /// Speculative windows committed, rolled back and probed (not part of a checkpoint).
-    windows: (u64, u64, u64),
+    /// Speculative windows committed, rolled back and probed.
+    windows: WindowCounts,
 }
 
 /// What a speculative window needs to know about the layers' part in it (see
@@ -314,7 +331,7 @@ impl Contact {
                 ..ContactStats::default()
             },
             speculative: setup.speculative.then(SpeculativeLog::default),
-            windows: (0, 0, 0),
+            windows: WindowCounts::default(),
         };
         let mut found = Vec::new();
         contact
@@ -895,12 +912,13 @@ impl Contact {
         }
     }
 
-    /// Counts a committed speculative window that was run again `rollbacks` times and checked
-    /// part of the way `probes` times.
-    pub(super) fn count_window(&mut self, rollbacks: u64, probes: u64) {
-        self.windows.0 += 1;
-        self.windows.1 += rollbacks;
-        self.windows.2 += probes;
+    /// Adds one committed speculative window's counts.
+    pub(super) fn count_window(&mut self, window: WindowCounts) {
+        let w = &mut self.windows;
+        w.committed += window.committed;
+        w.rollbacks += window.rollbacks;
+        w.probes += window.probes;
+        w.rolled_back_events += window.rolled_back_events;
     }
 
     /// With the work closure on, follows the ticks of `forces` (each force event's clock and
@@ -959,9 +977,10 @@ impl Contact {
             activations_per_layer: l.activations_per_layer.clone(),
             object_closings: l.object_closings,
             min_distance: self.stats.min_distance.min(l.min_distance),
-            windows: self.windows.0,
-            rollbacks: self.windows.1,
-            probes: self.windows.2,
+            windows: self.windows.committed,
+            rollbacks: self.windows.rollbacks,
+            probes: self.windows.probes,
+            rolled_back_events: self.windows.rolled_back_events,
             ..self.stats.clone()
         }
     }

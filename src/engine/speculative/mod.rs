@@ -71,7 +71,7 @@ use history::History;
 use retrospective::{Retrospective, Timeline, Violation};
 use rewinds::Rewinds;
 
-use super::contact::{Contact, LayerChange, ACTIVATION};
+use super::contact::{Contact, LayerChange, WindowCounts, ACTIVATION};
 use super::{FrameSink, NoFrames, Processed, RunError, Simulation};
 use crate::contact::PairKey;
 use crate::events::{EventKind, Scheduler};
@@ -269,7 +269,7 @@ impl Speculative {
         self.rewinds.begin(start, end);
         self.pending.clear();
         let (mut rollbacks, mut probes, mut next, mut processed) = (0, 0, 0, None);
-        let mut whole_finds = 0;
+        let (mut whole_finds, mut rolled_back_events) = (0, 0);
         let vertices = sim.state.len();
         let mut stop = if last {
             Stop::End
@@ -322,7 +322,9 @@ impl Speculative {
             // ticked before the find applies nothing.
             let earliest = found.iter().map(|v| v.time).fold(f64::INFINITY, f64::min);
             let resume;
+            let events_run = sim.processed;
             (resume, processed) = (self.rewinds).restore_before(earliest, sim, &mut self.history);
+            rolled_back_events += events_run - sim.processed;
             debug_assert!(resume >= self.history.span().0);
             // A whole check finds every pair that needs a layer, so the window is clean up to
             // the earliest. With the audit on, only a clean check is audited, so the span
@@ -359,7 +361,12 @@ impl Speculative {
             table: &mut sim.events,
             queue: &mut sim.queue,
         });
-        contact.count_window(rollbacks, probes);
+        contact.count_window(WindowCounts {
+            committed: 1,
+            rollbacks,
+            probes,
+            rolled_back_events,
+        });
         self.committed = end;
         self.length = if whole_finds <= CALM_ROLLBACKS {
             (GROWTH * self.length).min(self.longest)
