@@ -156,14 +156,12 @@ pub(super) struct Retrospective {
     leaf_ends: Vec<Ends>,
     /// Each hierarchy node's volume's, likewise.
     node_ends: Vec<Ends>,
-    /// The window the volumes were fitted to.
-    span: (f64, f64),
     bvh: Option<Bvh<Dop18>>,
     /// [`Bvh::spread`] when the hierarchy was built.
     built_spread: f64,
     /// The candidate filter's allowance for rounding: [`TOLERANCE`] relative to the largest
-    /// extent of any vertex volume, so no less than each pair's own relative one, and worked
-    /// out once a check instead of once for every axis of every feature pair tested.
+    /// extent of any vertex or node volume, so no less than each pair's own relative one, and
+    /// worked out once a check instead of once for every axis of every pair tested.
     tolerance: f64,
 }
 
@@ -179,7 +177,6 @@ impl Retrospective {
             vertex_ends: Vec::new(),
             leaf_ends: Vec::new(),
             node_ends: Vec::new(),
-            span: (0.0, 0.0),
             bvh: None,
             built_spread: 0.0,
             tolerance: 0.0,
@@ -334,8 +331,7 @@ impl Retrospective {
     /// Refits the volumes, each moving linearly over the window: every vertex's and then the
     /// leaf nodes' in parallel, then the internal nodes bottom up.
     fn refit(&mut self, history: &History, pad: f64) {
-        self.span = history.span();
-        let (t, t_end) = self.span;
+        let (t, t_end) = history.span();
         let n = self.leaves.vertex_leaves.rows();
         self.vertex_vol.clear();
         self.vertex_vol.par_extend(
@@ -344,12 +340,7 @@ impl Retrospective {
                 .with_min_len(PAR_MIN_LEN)
                 .map_init(|| zone!("check_task"), |_, v| history.volume(v, pad)),
         );
-        self.vertex_ends.clear();
-        (self.vertex_ends).par_extend(
-            (self.vertex_vol.par_iter())
-                .with_min_len(PAR_MIN_LEN)
-                .map_init(|| zone!("check_task"), |_, v| Ends::of(v, (t, t_end))),
-        );
+        Ends::of_all(&self.vertex_vol, (t, t_end), &mut self.vertex_ends);
         self.tolerance = TOLERANCE * (1.0 + Ends::magnitude(&self.vertex_ends));
         let (leaves, vertex_ends) = (&self.leaves, &self.vertex_ends);
         self.leaf_ends.clear();
@@ -385,12 +376,7 @@ impl Retrospective {
                 vol[n] = vol[a as usize].union(&vol[b as usize], t, t_end);
             }
         }
-        self.node_ends.clear();
-        (self.node_ends).par_extend(
-            (vol.par_iter())
-                .with_min_len(PAR_MIN_LEN)
-                .map_init(|| zone!("check_task"), |_, v| Ends::of(v, (t, t_end))),
-        );
+        Ends::of_all(&vol, (t, t_end), &mut self.node_ends);
         self.tolerance = self
             .tolerance
             .max(TOLERANCE * (1.0 + Ends::magnitude(&self.node_ends)));
@@ -529,6 +515,16 @@ impl Ends {
             }
         }
         out
+    }
+
+    /// The extents of each of `vols` at `t` and `t_end`, into `out`, on the thread pool.
+    fn of_all(vols: &[Dop18], (t, t_end): (f64, f64), out: &mut Vec<Ends>) {
+        out.clear();
+        out.par_extend(
+            (vols.par_iter())
+                .with_min_len(PAR_MIN_LEN)
+                .map_init(|| zone!("check_task"), |_, v| Ends::of(v, (t, t_end))),
+        );
     }
 
     /// The largest magnitude of any extent of `ends` (0 for none).
