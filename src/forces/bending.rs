@@ -174,6 +174,20 @@ fn wing_factor(height: f64, rest: f32) -> (f64, f64) {
     }
 }
 
+/// [`wing_factor`] of a wing whose area-weighted normal has squared length `n2 = e2 h^2`, over
+/// an edge of squared length `e2` and length `el`. A wing well above its knee (by a margin far
+/// beyond rounding, so the answer is the same) is not softened, and its height, a square root
+/// and two divisions, is not worked out.
+#[inline]
+fn wing_softening(n2: f64, e2: f64, el: f64, rest: f32) -> (f64, f64) {
+    let knee = f64::from(rest) * SOFT_BELOW;
+    if n2 > knee * knee * e2 * (1.0 + 1e-9) {
+        (1.0, 0.0)
+    } else {
+        wing_factor(n2.sqrt() / el, rest)
+    }
+}
+
 /// A bent hinge: its angle and gradient, the softening `Phi` and `dPhi/dx` (`None` where it is
 /// zero, which it is unless a wing is below three quarters of its rest height).
 struct Bent {
@@ -191,9 +205,8 @@ fn bend(x: [DVec3; 4], rest: &HingeRest) -> Bent {
     let theta = angle_of(e, el, na, nb);
     let la2 = na.length_squared();
     let lb2 = nb.length_squared();
-    let (ha, hb) = (la2.sqrt() / el, lb2.sqrt() / el);
-    let (phi_a, dphi_a) = wing_factor(ha, rest.heights[0]);
-    let (phi_b, dphi_b) = wing_factor(hb, rest.heights[1]);
+    let (phi_a, dphi_a) = wing_softening(la2, e2, el, rest.heights[0]);
+    let (phi_b, dphi_b) = wing_softening(lb2, e2, el, rest.heights[1]);
     // |n|^2 = |e|^2 h^2 <= (ratio |e|)^2 |e|^2 flags a degenerate wing (also e == 0, and NaN).
     let tol = DEGENERATE_HEIGHT_RATIO * DEGENERATE_HEIGHT_RATIO * e2 * e2;
     if !(la2 > tol && lb2 > tol) {
@@ -215,6 +228,7 @@ fn bend(x: [DVec3; 4], rest: &HingeRest) -> Bent {
     let softening_gradient = (dphi_a != 0.0 || dphi_b != 0.0).then(|| {
         // A wing's dh/dx: +u at its tip, -(1 - foot) u and -foot u at the edge's ends (u the unit
         // vector from the edge line to the tip, foot the tip's parameter along the edge).
+        let (ha, hb) = (la2.sqrt() / el, lb2.sqrt() / el);
         let ua = ((x[2] - x[0]) - e * alpha) * (phi_b * dphi_a / ha);
         let ub = ((x[3] - x[0]) - e * beta) * (phi_a * dphi_b / hb);
         let d1 = ua * alpha + ub * beta;
@@ -234,8 +248,8 @@ fn bend(x: [DVec3; 4], rest: &HingeRest) -> Bent {
 pub fn softening(x: [DVec3; 4], rest: &HingeRest) -> f64 {
     let (_, e2, na, nb) = frame(x[0], x[1], x[2], x[3]);
     let el = e2.sqrt();
-    let (phi_a, _) = wing_factor(na.length() / el, rest.heights[0]);
-    let (phi_b, _) = wing_factor(nb.length() / el, rest.heights[1]);
+    let (phi_a, _) = wing_softening(na.length_squared(), e2, el, rest.heights[0]);
+    let (phi_b, _) = wing_softening(nb.length_squared(), e2, el, rest.heights[1]);
     phi_a * phi_b
 }
 
@@ -812,6 +826,36 @@ mod tests {
             );
             assert_eq!(energy(x, &rest, 3.0), energy(x, &bare, 3.0));
         }
+    }
+
+    #[test]
+    fn the_shortcut_above_the_knee_gives_the_softening_bit_for_bit() {
+        let mut rng = Rng(41);
+        for i in 0..200_000 {
+            let el = 10f64.powf(rng.uniform(-3.0, 2.0));
+            let e2 = el * el;
+            let rest = (el * rng.uniform(0.01, 2.0)) as f32;
+            // Heights spread around the knee, half of them within rounding of it.
+            let knee = f64::from(rest) * SOFT_BELOW;
+            let h = if i % 2 == 0 {
+                knee * rng.uniform(0.5, 1.5)
+            } else {
+                knee * (1.0 + rng.uniform(-1e-12, 1e-12))
+            };
+            let n2 = (el * h) * (el * h);
+            let full = wing_factor(n2.sqrt() / el, rest);
+            assert_eq!(wing_softening(n2, e2, el, rest), full, "h {h}, knee {knee}");
+        }
+        assert_eq!(
+            wing_softening(1.0, 1.0, 1.0, 0.0),
+            (1.0, 0.0),
+            "no rest height"
+        );
+        assert_eq!(
+            wing_softening(0.0, 1.0, 1.0, 0.0),
+            (1.0, 0.0),
+            "flat, no rest height"
+        );
     }
 
     /// An unequal hinge, folded and moved off the axes, for the clock tests.
