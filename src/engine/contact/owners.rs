@@ -14,6 +14,13 @@
 //! triangles around `F`, so the barrier (the layers of the nearest pair) is kept; each acting
 //! pair's impulses sum to zero, so momentum is conserved.
 //!
+//! A vertex-vertex contact between two surfaces has a VT pair on each side: `p` against the
+//! owner around `q`, and `q` against the owner around `p`. Where each vertex is the other's
+//! closest point, both would push the same two vertices apart along the same line: one
+//! contact with twice the barrier's stiffness. Then only the pair of the lower-indexed
+//! vertex acts. Where the other vertex is nearest some other point of the first surface,
+//! the two pairs push different contact points and both act.
+//!
 //! An EE pair whose closest point is an end of one edge is a vertex-edge (or vertex-vertex)
 //! contact, which the VT pairs of that vertex and the triangles on the other edge cover: it
 //! acts only when both closest points are inside their edges, or when no such triangle exists
@@ -49,6 +56,17 @@ fn tie(x: &[DVec3; 4], distance: f64) -> f64 {
     coordinates.max(TIE_DISTANCE_REL * distance)
 }
 
+/// What a VT pair does at one instant ([`FeatureOwners::acts`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Push {
+    /// It does not push: another pair owns the contact point.
+    None,
+    /// It pushes, its closest point on the triangle being the triangle's vertex `q`.
+    AtVertex(u32),
+    /// It pushes, its closest point being inside the triangle or on an edge.
+    Other,
+}
+
 /// The triangles of the contact surfaces and the triangles around each vertex (see the module
 /// docs).
 #[derive(Debug)]
@@ -75,20 +93,40 @@ impl FeatureOwners {
     ) -> bool {
         match key {
             PairKey::VertexTriangle(p, tri) => {
-                self.vertex_triangle_acts(p, tri, verts, x, position)
+                match self.vertex_triangle_push(p, tri, verts, x, &position) {
+                    Push::None => false,
+                    Push::AtVertex(q) if q < p => !self.pushed_from(q, p, &position),
+                    Push::AtVertex(_) | Push::Other => true,
+                }
             }
             PairKey::EdgeEdge(..) => self.edge_edge_acts(verts, x, position),
         }
     }
 
-    fn vertex_triangle_acts(
+    /// Whether a VT pair of vertex `q` pushes `q` off vertex `p` (the same contact from the
+    /// other side): the owner, among the triangles around `p` that leave `q` out, of the
+    /// closest point `p`.
+    fn pushed_from(&self, q: u32, p: u32, position: &impl Fn(u32) -> DVec3) -> bool {
+        self.around.row(p as usize).iter().any(|&tri| {
+            let [a, b, c] = self.triangles[tri as usize];
+            if [a, b, c].contains(&q) {
+                return false;
+            }
+            let verts = [q, a, b, c];
+            let x = verts.map(position);
+            self.vertex_triangle_push(q, tri, &verts, &x, position) == Push::AtVertex(p)
+        })
+    }
+
+    /// Whether VT pair `(p, tri)` pushes, and where its triangle's closest point is.
+    fn vertex_triangle_push(
         &self,
         p: u32,
         tri: u32,
         verts: &[u32; 4],
         x: &[DVec3; 4],
-        position: impl Fn(u32) -> DVec3,
-    ) -> bool {
+        position: &impl Fn(u32) -> DVec3,
+    ) -> Push {
         let closest = vertex_triangle(x[0], x[1], x[2], x[3]);
         let tie = tie(x, closest.distance);
         // The closest point's feature: the triangle's vertices whose weight puts the point
@@ -105,7 +143,7 @@ impl FeatureOwners {
         }
         // Inside the triangle, or a zero-area triangle (no feature to share): it acts.
         if len == 3 || len == 0 {
-            return true;
+            return Push::Other;
         }
         let feature = &feature[..len];
         let mut sharing = self
@@ -120,7 +158,7 @@ impl FeatureOwners {
             })
             .peekable();
         if sharing.peek().is_some_and(|&s| s < tri) {
-            return false;
+            return Push::None;
         }
         let [w0, w1, w2] = closest.weights;
         let sep = x[0] - (w0 * x[1] + w1 * x[2] + w2 * x[3]);
@@ -132,7 +170,7 @@ impl FeatureOwners {
         };
         // Every other triangle's closest point is on the feature too: the separation leans
         // into none of them (the component of each of its other edges off the feature).
-        sharing.all(|s| {
+        let owner = sharing.all(|s| {
             self.triangles[s as usize]
                 .iter()
                 .filter(|v| !feature.contains(v))
@@ -140,7 +178,12 @@ impl FeatureOwners {
                     let r = position(v) - at;
                     sep.dot((r - r.dot(along) * along).normalize_or_zero()) <= tie
                 })
-        })
+        });
+        match (owner, feature) {
+            (false, _) => Push::None,
+            (true, &[q]) => Push::AtVertex(q),
+            (true, _) => Push::Other,
+        }
     }
 
     fn edge_edge_acts(
@@ -242,6 +285,50 @@ mod tests {
         // Outside the fan past a rim vertex: the two triangles at that vertex, the first.
         let (owners, x) = fan(4, DVec3::new(1.05, 0.01, 0.0));
         assert_eq!(vt_acting(&owners, &x, 5), vec![0]);
+    }
+
+    /// Fan `Q` of `k` triangles around vertex 0 (rim `1..=k`, in the plane y = 0, its centre
+    /// raised by `peak`), and fan `P` around vertex `k + 1` at `apex` whose rim `k + 2..` rises
+    /// `rise` above it (its triangles numbered from `k`).
+    fn two_fans(k: u32, peak: f64, apex: DVec3, rise: f64) -> (FeatureOwners, Vec<DVec3>) {
+        let (_, mut x) = fan(k, apex);
+        x[0].y = peak;
+        for i in 0..k {
+            let a = std::f64::consts::TAU * (f64::from(i) + 0.5) / f64::from(k);
+            x.push(apex + DVec3::new(a.cos(), rise, a.sin()));
+        }
+        let q_fan = (0..k).map(|i| [0, 1 + i, 1 + (i + 1) % k]);
+        let p_fan = (0..k).map(|i| [k + 1, k + 2 + i, k + 2 + (i + 1) % k]);
+        let triangles: Vec<[u32; 3]> = q_fan.chain(p_fan).collect();
+        (FeatureOwners::new(x.len(), triangles.into()), x)
+    }
+
+    #[test]
+    fn two_vertices_meeting_are_pushed_once_by_the_lower_ones_pair() {
+        // P's lowest vertex 7 right over Q's centre 0: each is the other's closest point.
+        let (owners, x) = two_fans(6, 0.0, DVec3::new(0.0, 0.02, 0.0), 0.5);
+        assert_eq!(vt_acting(&owners, &x, 0), vec![6], "vertex 0 against P");
+        assert_eq!(
+            vt_acting(&owners, &x, 7),
+            Vec::<u32>::new(),
+            "vertex 7 against Q"
+        );
+        // The same with the two surfaces' numbers swapped round: still one, vertex 0's.
+        let (owners, x) = two_fans(6, 0.0, DVec3::new(0.0, -0.02, 0.0), -0.5);
+        assert_eq!(vt_acting(&owners, &x, 0).len(), 1);
+        assert_eq!(vt_acting(&owners, &x, 7), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn a_vertex_over_a_peak_and_the_peak_under_a_face_are_two_contacts() {
+        // Q's centre is a sharp peak; P is flat, a little off to the side above it. P's
+        // centre 7 is nearest the peak 0, but the peak is nearest the inside of one of P's
+        // triangles: not the same contact point, so both pairs push.
+        let (owners, x) = two_fans(6, 3.0, DVec3::new(0.005, 3.02, 0.0), 0.0);
+        assert_eq!(vt_acting(&owners, &x, 7), vec![0], "vertex 7 against Q");
+        let p_triangles = vt_acting(&owners, &x, 0);
+        assert_eq!(p_triangles.len(), 1, "vertex 0 against P");
+        assert!(p_triangles[0] >= 6);
     }
 
     #[test]
