@@ -193,14 +193,19 @@ impl<V: Volume> Bvh<V> {
     #[inline]
     fn merged(&self, n: u32, t: f64, t_end: f64, grow: f64) -> V {
         let [a, b] = self.child[n as usize];
-        self.vol[a as usize]
-            .union(&self.vol[b as usize], t, t_end)
-            .inflate(grow)
+        merge(
+            &self.vol[a as usize],
+            &self.vol[b as usize],
+            (t, t_end),
+            grow,
+        )
     }
 
-    /// Refits every volume on `[t, t_end]`: the leaves in parallel, then the internal nodes in
-    /// one bottom-up sweep, each grown by `grow` (see [`place_bucket`](Self::place_bucket)). The
-    /// result does not depend on the number of threads.
+    /// Refits every volume on `[t, t_end]`, bottom up, each internal node grown by `grow` (see
+    /// [`place_bucket`](Self::place_bucket)): the subtrees below the top levels in parallel,
+    /// each in one reverse sweep over its ids (pre-order keeps a subtree's ids contiguous),
+    /// then the few nodes above them. Every volume is computed from the same children whatever
+    /// the order, so the result does not depend on the number of threads.
     pub fn refit_all(
         &mut self,
         leaves: &Leaves,
@@ -209,25 +214,79 @@ impl<V: Volume> Bvh<V> {
         pad: f64,
         grow: f64,
     ) {
-        // In place: a list of the fitted leaf volumes would be half the volumes' size again.
+        let subtrees = self.subtrees(self.len().div_ceil(PAR_MIN_LEN));
         let mut vol = std::mem::take(&mut self.vol);
-        vol.par_iter_mut()
-            .enumerate()
-            .with_min_len(PAR_MIN_LEN)
-            .for_each_init(
-                || zone!("list_task"),
-                |_, (n, v)| {
-                    if self.bucket(n as u32).is_some() {
-                        *v = self.fit_bucket(leaves, refs, n as u32, (t, t_end), pad);
+        // Carve the subtrees' ranges out of the volumes; the nodes between them are their
+        // ancestors.
+        let mut parts = Vec::with_capacity(subtrees.len());
+        let mut rest = &mut vol[..];
+        let mut at = 0;
+        for &(first, end) in &subtrees {
+            let (_, after) = std::mem::take(&mut rest).split_at_mut(first - at);
+            let (part, after) = after.split_at_mut(end - first);
+            parts.push((first, part));
+            (rest, at) = (after, end);
+        }
+        let this = &*self;
+        let refit = |first: usize, part: &mut [V]| {
+            for n in (first..first + part.len()).rev() {
+                part[n - first] = match this.bucket(n as u32) {
+                    Some(_) => this.fit_bucket(leaves, refs, n as u32, (t, t_end), pad),
+                    None => {
+                        let [a, b] = this.child[n].map(|c| &part[c as usize - first]);
+                        merge(a, b, (t, t_end), grow)
                     }
-                },
-            );
+                };
+            }
+        };
+        match &mut parts[..] {
+            [(first, part)] => refit(*first, part),
+            parts => parts.par_iter_mut().for_each_init(
+                || zone!("list_task"),
+                |_, (first, part)| refit(*first, part),
+            ),
+        }
         self.vol = vol;
-        for n in (0..self.child.len()).rev() {
-            if self.child[n][1] & LEAF_NODE == 0 {
+        // The ancestors, bottom up: every node between two subtrees' ranges, and before the
+        // first.
+        let mut below = self.len();
+        for &(first, end) in subtrees.iter().rev().chain([&(0, 0)]) {
+            for n in (end..below).rev() {
                 self.vol[n] = self.merged(n as u32, t, t_end, grow);
             }
+            below = first;
         }
+    }
+
+    /// At least `count` subtrees (fewer only if the hierarchy has fewer leaf nodes) that cover
+    /// every node but a few top ones, as ascending `(root, end)` id ranges: the nodes of the
+    /// shallowest level that has `count` of them, with the leaf nodes above that level as
+    /// subtrees of their own.
+    fn subtrees(&self, count: usize) -> Vec<(usize, usize)> {
+        if self.is_empty() {
+            return Vec::new();
+        }
+        let mut roots = vec![0u32];
+        while roots.len() < count {
+            let deeper: Vec<u32> = (roots.iter())
+                .flat_map(|&n| match self.bucket(n) {
+                    Some(_) => vec![n],
+                    None => self.child[n as usize].to_vec(),
+                })
+                .collect();
+            if deeper.len() == roots.len() {
+                break;
+            }
+            roots = deeper;
+        }
+        let end = |mut n: u32| {
+            // A subtree ends where the subtree of its last (rightmost) descendant ends.
+            while self.bucket(n).is_none() {
+                n = self.child[n as usize][1];
+            }
+            n as usize + 1
+        };
+        roots.iter().map(|&n| (n as usize, end(n))).collect()
     }
 
     /// Gives leaf node `n` the volume `vol` (its [`fit_bucket`](Self::fit_bucket) on
@@ -291,6 +350,12 @@ impl<V: Volume> Bvh<V> {
     }
 }
 
+/// The volume of an internal node whose children have volumes `a` and `b`, grown by `grow`.
+#[inline]
+fn merge<V: Volume>(a: &V, b: &V, (t, t_end): (f64, f64), grow: f64) -> V {
+    a.union(b, t, t_end).inflate(grow)
+}
+
 /// Whether the few leaves `ids` form one group through `adjacent` links.
 fn connected(ids: &[u32], adjacent: &impl Fn(u32, u32) -> bool) -> bool {
     let mut reached = 1usize; // bit i: ids[i] is reached from ids[0]
@@ -349,6 +414,43 @@ mod tests {
         assert_eq!(held, 100);
         // At most half as many leaf nodes as leaves (one per leaf without buckets).
         assert!(leaf_nodes.len() <= 50, "{} buckets", leaf_nodes.len());
+        // The subtrees the refit runs in parallel: whole subtrees, in order, and only
+        // ancestors of theirs outside them.
+        for count in [1, 2, 5, 16, 1000] {
+            let subtrees = bvh.subtrees(count);
+            assert!(subtrees.len() >= count.min(leaf_nodes.len()), "{count}");
+            let mut covered = vec![false; bvh.len()];
+            let mut last_end = 0;
+            for &(root, end) in &subtrees {
+                assert!(last_end <= root && root < end, "{count}: {subtrees:?}");
+                last_end = end;
+                for n in root..end {
+                    covered[n] = true;
+                    let mut a = n as u32;
+                    while a as usize != root {
+                        a = bvh.parent(a);
+                        assert!(
+                            a as usize >= root,
+                            "{count}: node {n} outside {root}'s subtree"
+                        );
+                    }
+                }
+                // The next node after the range is not in the subtree.
+                if end < bvh.len() {
+                    let mut a = end as u32;
+                    while a != NONE && a as usize != root {
+                        a = bvh.parent(a);
+                    }
+                    assert_eq!(a, NONE, "{count}: node {end} belongs to {root}'s subtree");
+                }
+            }
+            for n in (0..bvh.len()).filter(|&n| !covered[n]) {
+                assert!(
+                    bvh.bucket(n as u32).is_none(),
+                    "{count}: leaf node {n} left out"
+                );
+            }
+        }
         // With no adjacency every leaf is its own bucket: 199 nodes.
         let apart = Bvh::build(&centroids, |_, _| false, placeholder);
         assert_eq!(apart.len(), 199);
