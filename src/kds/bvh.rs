@@ -424,8 +424,8 @@ mod tests {
             for &(root, end) in &subtrees {
                 assert!(last_end <= root && root < end, "{count}: {subtrees:?}");
                 last_end = end;
+                covered[root..end].fill(true);
                 for n in root..end {
-                    covered[n] = true;
                     let mut a = n as u32;
                     while a as usize != root {
                         a = bvh.parent(a);
