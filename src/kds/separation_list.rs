@@ -191,6 +191,13 @@ const REFIT_BATCH: usize = 1 << 10;
 /// Fewest buckets fitted per rayon task (a bucket's fit takes about a microsecond).
 const REFIT_TASK: usize = 32;
 
+/// Changed nodes whose pair lists are walked per rayon task after a refit (a node holds a few
+/// to a few dozen pairs).
+const WALK_TASK: usize = 256;
+
+/// Changed nodes walked per group: each group's pairs are listed before they are re-timed.
+const WALK_GROUP: usize = 1 << 12;
+
 /// Leaf pairs (or refitted buckets) per rayon task when feature pairs are handed over: each
 /// tests every feature pair under its open leaf pairs, 5 us or more on the paper's scenes
 /// (170 us on average for a refitted bucket on the reef knot), far above what a fork costs
@@ -486,25 +493,32 @@ impl<V: Volume> SeparationList<V> {
             self.scratch_volumes = fitted;
             // Re-timed a batch at a time as they are listed: after a whole-mesh kick nearly every
             // pair is, and a list of them all would be the largest array of the run.
+            // The nodes' pair lists are walked in parallel, a group of nodes at a time, and
+            // their pairs re-timed in node order.
             let mut pairs = std::mem::take(&mut self.scratch_pairs);
             pairs.clear();
-            for (i, &n) in changed.iter().enumerate() {
-                let mut e = self.head[n as usize];
-                while e != NONE {
-                    let (p, side) = (e >> 1, (e & 1) as usize);
-                    // A pair of two changed nodes is re-timed once, from its smaller node.
-                    let other = [self.pairs.b[p as usize], self.pairs.a[p as usize]][side];
-                    if other >= n || self.node_stamp[other as usize] != self.epoch {
-                        pairs.push(p);
-                    }
-                    e = self.pairs.next[p as usize][side];
+            for group in changed.chunks(WALK_GROUP) {
+                if group.len() < 2 * WALK_TASK {
+                    self.pairs_to_retime(group, &mut pairs);
+                } else {
+                    let lists: Vec<Vec<u32>> = (group.par_chunks(WALK_TASK))
+                        .map_init(
+                            || zone!("list_task"),
+                            |_, nodes| {
+                                let mut list = Vec::new();
+                                self.pairs_to_retime(nodes, &mut list);
+                                list
+                            },
+                        )
+                        .collect();
+                    lists.iter().for_each(|list| pairs.extend_from_slice(list));
                 }
-                if pairs.len() >= BATCH || i + 1 == changed.len() {
-                    self.stats.retimes += pairs.len() as u64;
-                    self.schedule_batch(&pairs, t);
+                if pairs.len() >= BATCH {
+                    self.retime_all(&pairs, t);
                     pairs.clear();
                 }
             }
+            self.retime_all(&pairs, t);
             self.scratch_pairs = pairs;
             self.scratch_nodes = changed;
             self.process_due(t);
@@ -517,6 +531,28 @@ impl<V: Volume> SeparationList<V> {
             self.scratch_buckets = buckets;
         }
         self.scratch_leaves = dirty;
+    }
+
+    /// Appends the pairs of `nodes` (changed at this update, stamped with the epoch) to
+    /// `pairs`, node by node in list order; a pair of two changed nodes only for the smaller.
+    fn pairs_to_retime(&self, nodes: &[u32], pairs: &mut Vec<u32>) {
+        for &n in nodes {
+            let mut e = self.head[n as usize];
+            while e != NONE {
+                let (p, side) = (e >> 1, (e & 1) as usize);
+                let other = [self.pairs.b[p as usize], self.pairs.a[p as usize]][side];
+                if other >= n || self.node_stamp[other as usize] != self.epoch {
+                    pairs.push(p);
+                }
+                e = self.pairs.next[p as usize][side];
+            }
+        }
+    }
+
+    /// Re-times `pairs` at `t` and counts them.
+    fn retime_all(&mut self, pairs: &[u32], t: f64) {
+        self.stats.retimes += pairs.len() as u64;
+        self.schedule_batch(pairs, t);
     }
 
     /// Sets `dirty` to the leaves holding any of `vertices`, ascending and without repeats.
