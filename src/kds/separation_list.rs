@@ -193,7 +193,7 @@ const REFIT_TASK: usize = 32;
 
 /// Changed nodes whose pair lists are walked per rayon task after a refit (a node holds a few
 /// to a few dozen pairs).
-const WALK_TASK: usize = 256;
+const WALK_TASK: usize = 32;
 
 /// Changed nodes walked per group: each group's pairs are listed before they are re-timed.
 const WALK_GROUP: usize = 1 << 12;
