@@ -63,6 +63,10 @@ const _: () = assert!(SPECULATIVE_LEAVE > ACTIVATION);
 /// Pair slots per rayon task when a window's end looks for pairs whose boxes no longer overlap.
 const STALE_TASK: usize = 1024;
 
+/// Fewest handed-over pairs looked up in the pair table per rayon task (see
+/// [`Contact::adopt`]); fewer than twice this many are looked up inline.
+const ADOPT_TASK: usize = 128;
+
 /// Contact statistics for `stats.json`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct ContactStats {
@@ -441,9 +445,18 @@ impl Contact {
         sched: &mut Scheduler<'_>,
     ) {
         if self.triangle_pairs.is_none() {
-            // Most were found before and stay pairs: only the new ones need sorting.
+            // Most were found before and stay pairs: only the new ones need sorting. Looking
+            // them up reads the pair table only, so many are looked up on the pool.
             let pairs = &self.pairs;
-            found.retain(|&k| pairs.id(&ContactKey::Feature(k)).is_none());
+            let new = |k: &PairKey| pairs.id(&ContactKey::Feature(*k)).is_none();
+            if found.len() < 2 * ADOPT_TASK {
+                found.retain(new);
+            } else {
+                found = (found.par_iter().with_min_len(ADOPT_TASK))
+                    .map_init(|| zone!("list_task"), |_, k| new(k).then_some(*k))
+                    .flatten_iter()
+                    .collect();
+            }
         }
         found.sort_unstable();
         found.dedup();
