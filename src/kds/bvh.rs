@@ -268,12 +268,13 @@ impl<V: Volume> Bvh<V> {
         }
         let mut roots = vec![0u32];
         while roots.len() < count {
-            let deeper: Vec<u32> = (roots.iter())
-                .flat_map(|&n| match self.bucket(n) {
-                    Some(_) => vec![n],
-                    None => self.child[n as usize].to_vec(),
-                })
-                .collect();
+            let mut deeper = Vec::with_capacity(2 * roots.len());
+            for &n in &roots {
+                match self.bucket(n) {
+                    Some(_) => deeper.push(n),
+                    None => deeper.extend(self.child[n as usize]),
+                }
+            }
             if deeper.len() == roots.len() {
                 break;
             }

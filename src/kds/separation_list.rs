@@ -491,10 +491,9 @@ impl<V: Volume> SeparationList<V> {
                 }
             }
             self.scratch_volumes = fitted;
-            // Re-timed a batch at a time as they are listed: after a whole-mesh kick nearly every
-            // pair is, and a list of them all would be the largest array of the run.
-            // The nodes' pair lists are walked in parallel, a group of nodes at a time, and
-            // their pairs re-timed in node order.
+            // The nodes' pair lists are walked in parallel, a group of nodes at a time, and their
+            // pairs re-timed in node order, a batch at a time: after a whole-mesh kick nearly
+            // every pair is, and a list of them all would be the largest array of the run.
             let mut pairs = std::mem::take(&mut self.scratch_pairs);
             pairs.clear();
             for group in changed.chunks(WALK_GROUP) {
