@@ -18,6 +18,7 @@
 
 use super::distance::separated_triangle_distance;
 use super::intersection::triangles_intersect;
+use crate::profile::zone;
 use glam::DVec3;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -231,6 +232,8 @@ impl Aabb {
 const MAX_CELLS_PER_BOX: u64 = 64;
 /// Grid resolution limit per axis (cell coordinates are packed in 21 bits).
 const MAX_DIM: u64 = 1 << 20;
+/// Fewest triangles a rayon task fits boxes to or lists the cells of.
+const BOX_TASK: usize = 1024;
 
 struct Ctx<'a> {
     positions: &'a [DVec3],
@@ -310,20 +313,31 @@ fn key(c: [u64; 3]) -> u64 {
     c[0] | (c[1] << 21) | (c[2] << 42)
 }
 
+/// The keys of the cells of the range `r`.
+fn cell_keys(r: [(u64, u64); 3]) -> impl Iterator<Item = u64> {
+    (r[0].0..=r[0].1).flat_map(move |x| {
+        (r[1].0..=r[1].1).flat_map(move |y| (r[2].0..=r[2].1).map(move |z| key([x, y, z])))
+    })
+}
+
 fn audit_core(positions: &[DVec3], triangles: &[[u32; 3]], cutoff: f64) -> Acc {
     let n = triangles.len();
     if n < 2 {
         return Acc::EMPTY;
     }
     let raw: Vec<Aabb> = triangles
-        .iter()
-        .map(|t| {
-            let [a, b, c] = t.map(|v| positions[v as usize]);
-            Aabb {
-                lo: a.min(b).min(c),
-                hi: a.max(b).max(c),
-            }
-        })
+        .par_iter()
+        .with_min_len(BOX_TASK)
+        .map_init(
+            || zone!("audit_task"),
+            |_, t| {
+                let [a, b, c] = t.map(|v| positions[v as usize]);
+                Aabb {
+                    lo: a.min(b).min(c),
+                    hi: a.max(b).max(c),
+                }
+            },
+        )
         .collect();
     let scene = raw.iter().fold(raw[0], |s, b| Aabb {
         lo: s.lo.min(b.lo),
@@ -333,11 +347,15 @@ fn audit_core(positions: &[DVec3], triangles: &[[u32; 3]], cutoff: f64) -> Acc {
     let diag = (scene.hi - scene.lo).length();
     let half = cutoff.min(2.0 * diag) * 0.5;
     let inflated: Vec<Aabb> = raw
-        .iter()
-        .map(|b| Aabb {
-            lo: b.lo - DVec3::splat(half),
-            hi: b.hi + DVec3::splat(half),
-        })
+        .par_iter()
+        .with_min_len(BOX_TASK)
+        .map_init(
+            || zone!("audit_task"),
+            |_, b| Aabb {
+                lo: b.lo - DVec3::splat(half),
+                hi: b.hi + DVec3::splat(half),
+            },
+        )
         .collect();
     let ctx = Ctx {
         positions,
@@ -369,23 +387,26 @@ fn audit_core(positions: &[DVec3], triangles: &[[u32; 3]], cutoff: f64) -> Acc {
         dims: [0, 1, 2].map(|k| ((extent[k] / cell) as u64 + 1).clamp(1, MAX_DIM)),
     };
 
-    let ranges: Vec<[(u64, u64); 3]> = ctx.inflated.iter().map(|b| grid.range(b)).collect();
+    let ranges: Vec<[(u64, u64); 3]> = (ctx.inflated.par_iter().with_min_len(BOX_TASK))
+        .map_init(|| zone!("audit_task"), |_, b| grid.range(b))
+        .collect();
     let span = |r: &[(u64, u64); 3]| r.iter().map(|&(a, b)| b - a + 1).product::<u64>();
-    let mut big = Vec::new();
-    let mut entries: Vec<(u64, u32)> = Vec::new();
-    for (i, r) in ranges.iter().enumerate() {
-        if span(r) > MAX_CELLS_PER_BOX {
-            big.push(i);
-            continue;
-        }
-        for x in r[0].0..=r[0].1 {
-            for y in r[1].0..=r[1].1 {
-                for z in r[2].0..=r[2].1 {
-                    entries.push((key([x, y, z]), i as u32));
-                }
-            }
-        }
-    }
+    let big: Vec<usize> = (ranges.iter().enumerate())
+        .filter_map(|(i, r)| (span(r) > MAX_CELLS_PER_BOX).then_some(i))
+        .collect();
+    // Each box's cells, listed in parallel: the sort below fixes their order.
+    let mut entries: Vec<(u64, u32)> = (ranges.par_iter().enumerate())
+        .with_min_len(BOX_TASK)
+        .map_init(
+            || zone!("audit_task"),
+            |_, (i, r)| {
+                let listed = span(r) <= MAX_CELLS_PER_BOX;
+                let cells = listed.then(|| cell_keys(*r)).into_iter().flatten();
+                cells.map(move |k| (k, i as u32))
+            },
+        )
+        .flatten_iter()
+        .collect();
     entries.par_sort_unstable();
     let mut groups = Vec::new();
     let mut start = 0;
@@ -400,28 +421,31 @@ fn audit_core(positions: &[DVec3], triangles: &[[u32; 3]], cutoff: f64) -> Acc {
 
     let in_cells = groups
         .par_iter()
-        .map(|&(s, e)| {
-            let cell_key = entries[s].0;
-            let mut acc = Acc::EMPTY;
-            for a in s..e {
-                let i = entries[a].1 as usize;
-                for &(_, j) in &entries[a + 1..e] {
-                    let j = j as usize; // entries are sorted, so i < j
-                    let (bi, bj) = (&ctx.inflated[i], &ctx.inflated[j]);
-                    if !bi.overlaps(bj) || ctx.adjacent(i, j) {
-                        continue;
-                    }
-                    // Visit the pair only in the cell holding the max of the lower corners
-                    // (the index is monotone: the max of the corners' indices).
-                    let (ri, rj) = (&ranges[i], &ranges[j]);
-                    let owner = key([0, 1, 2].map(|k| ri[k].0.max(rj[k].0)));
-                    if owner == cell_key {
-                        acc = acc.join(ctx.pair(i, j, ctx.bound(&acc)));
+        .map_init(
+            || zone!("audit_task"),
+            |_, &(s, e)| {
+                let cell_key = entries[s].0;
+                let mut acc = Acc::EMPTY;
+                for a in s..e {
+                    let i = entries[a].1 as usize;
+                    for &(_, j) in &entries[a + 1..e] {
+                        let j = j as usize; // entries are sorted, so i < j
+                        let (bi, bj) = (&ctx.inflated[i], &ctx.inflated[j]);
+                        if !bi.overlaps(bj) || ctx.adjacent(i, j) {
+                            continue;
+                        }
+                        // Visit the pair only in the cell holding the max of the lower corners
+                        // (the index is monotone: the max of the corners' indices).
+                        let (ri, rj) = (&ranges[i], &ranges[j]);
+                        let owner = key([0, 1, 2].map(|k| ri[k].0.max(rj[k].0)));
+                        if owner == cell_key {
+                            acc = acc.join(ctx.pair(i, j, ctx.bound(&acc)));
+                        }
                     }
                 }
-            }
-            acc
-        })
+                acc
+            },
+        )
         .reduce(|| Acc::EMPTY, Acc::join);
 
     let is_big = {
@@ -433,19 +457,22 @@ fn audit_core(positions: &[DVec3], triangles: &[[u32; 3]], cutoff: f64) -> Acc {
     };
     let with_big = big
         .par_iter()
-        .map(|&i| {
-            let mut acc = Acc::EMPTY;
-            for (j, &j_big) in is_big.iter().enumerate() {
-                // Big-big pairs are visited once, from the smaller index.
-                if j == i || (j_big && j < i) {
-                    continue;
+        .map_init(
+            || zone!("audit_task"),
+            |_, &i| {
+                let mut acc = Acc::EMPTY;
+                for (j, &j_big) in is_big.iter().enumerate() {
+                    // Big-big pairs are visited once, from the smaller index.
+                    if j == i || (j_big && j < i) {
+                        continue;
+                    }
+                    if ctx.inflated[i].overlaps(&ctx.inflated[j]) && !ctx.adjacent(i, j) {
+                        acc = acc.join(ctx.pair(i.min(j), i.max(j), ctx.bound(&acc)));
+                    }
                 }
-                if ctx.inflated[i].overlaps(&ctx.inflated[j]) && !ctx.adjacent(i, j) {
-                    acc = acc.join(ctx.pair(i.min(j), i.max(j), ctx.bound(&acc)));
-                }
-            }
-            acc
-        })
+                acc
+            },
+        )
         .reduce(|| Acc::EMPTY, Acc::join);
     in_cells.join(with_big)
 }
@@ -455,15 +482,18 @@ fn brute_force(ctx: &Ctx<'_>) -> Acc {
     let n = ctx.triangles.len();
     (0..n)
         .into_par_iter()
-        .map(|i| {
-            let mut acc = Acc::EMPTY;
-            for j in i + 1..n {
-                if ctx.inflated[i].overlaps(&ctx.inflated[j]) && !ctx.adjacent(i, j) {
-                    acc = acc.join(ctx.pair(i, j, ctx.bound(&acc)));
+        .map_init(
+            || zone!("audit_task"),
+            |_, i| {
+                let mut acc = Acc::EMPTY;
+                for j in i + 1..n {
+                    if ctx.inflated[i].overlaps(&ctx.inflated[j]) && !ctx.adjacent(i, j) {
+                        acc = acc.join(ctx.pair(i, j, ctx.bound(&acc)));
+                    }
                 }
-            }
-            acc
-        })
+                acc
+            },
+        )
         .reduce(|| Acc::EMPTY, Acc::join)
 }
 

@@ -435,9 +435,14 @@ impl Retrospective {
         keys: &[(PairKey, Timeline<'_>)],
     ) -> bool {
         let span = history.span();
-        (keys.par_iter().with_min_len(PAR_PAIRS)).any(|&(key, timeline)| {
-            may_act(key, &self.paths(history, key), timeline, span, schedule)
-        })
+        (keys.par_iter().with_min_len(PAR_PAIRS))
+            .map_init(
+                || zone!("check_task"),
+                |_, &(key, timeline)| {
+                    may_act(key, &self.paths(history, key), timeline, span, schedule)
+                },
+            )
+            .any(|acts| acts)
     }
 
     /// The audit of a clean window (see the module docs): the first pair that may have come
