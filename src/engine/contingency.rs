@@ -87,54 +87,36 @@ impl Contingency {
     /// id order.
     pub(super) fn contingent(&mut self, vertices: &[u32], out: &mut Vec<u32>) {
         out.clear();
-        let supports = &self.supports;
-        let (lo, hi) = if vertices.len() >= PARALLEL_MARK {
-            let marks = &self.marks[..];
-            (vertices.par_chunks(PARALLEL_MARK / 4))
-                .map_init(
-                    || zone!("retime_task"),
-                    |_, chunk| {
-                        supports.of_all(chunk).fold(NO_SPAN, |span, id| {
-                            mark(marks, id);
-                            join(span, (id, id))
-                        })
-                    },
-                )
-                .reduce(|| NO_SPAN, join)
-        } else {
-            // One thread marks: plain stores, no atomic read-modify-writes.
-            let marks = &mut self.marks[..];
-            supports.of_all(vertices).fold(NO_SPAN, |span, id| {
-                with_word(&mut marks[(id / 64) as usize], |w| *w |= 1 << (id % 64));
+        let (supports, marks) = (&self.supports, &self.marks[..]);
+        let mark_all = |chunk: &[u32]| {
+            let ids = chunk.iter().flat_map(|&v| supports.of(v));
+            ids.fold(NO_SPAN, |span, id| {
+                mark(marks, id);
                 join(span, (id, id))
             })
+        };
+        let (lo, hi) = if vertices.len() >= PARALLEL_MARK {
+            (vertices.par_chunks(PARALLEL_MARK / 4))
+                .map_init(|| zone!("retime_task"), |_, chunk| mark_all(chunk))
+                .reduce(|| NO_SPAN, join)
+        } else {
+            mark_all(vertices)
         };
         if lo > hi {
             return;
         }
         for w in lo / 64..=hi / 64 {
-            let word = &mut self.marks[w as usize];
-            let mut bits = with_word(word, |w| if *w == 0 { 0 } else { std::mem::take(w) });
+            let word = &marks[w as usize];
+            if word.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            let mut bits = word.swap(0, Ordering::Relaxed);
             while bits != 0 {
                 out.push(w * 64 + bits.trailing_zeros());
                 bits &= bits - 1;
             }
         }
     }
-}
-
-/// Runs `f` on the value of a mark word that no other thread can reach (the caller holds the
-/// bitset exclusively), with plain loads and stores.
-#[cfg(not(loom))]
-fn with_word<R>(word: &mut AtomicU64, f: impl FnOnce(&mut u64) -> R) -> R {
-    f(word.get_mut())
-}
-
-/// Runs `f` on the value of a mark word that no other thread can reach (loom's atomics expose
-/// it only through a closure).
-#[cfg(loom)]
-fn with_word<R>(word: &mut AtomicU64, f: impl FnOnce(&mut u64) -> R) -> R {
-    word.with_mut(f)
 }
 
 /// Marks an empty slot of a [`Block`] and the end of a block chain.
@@ -192,11 +174,6 @@ impl SupportLists {
                 .into_iter()
                 .filter(|&id| id != EMPTY)
         })
-    }
-
-    /// The certificates the vertices of `vertices` support, vertex by vertex.
-    fn of_all<'a>(&'a self, vertices: &'a [u32]) -> impl Iterator<Item = u32> + 'a {
-        vertices.iter().flat_map(|&v| self.of(v))
     }
 
     /// Adds `id` to vertex `v`'s list: into the first empty slot of its chain, or a new first
