@@ -895,14 +895,16 @@ impl<V: Volume> SeparationList<V> {
         }
         let chunks: Vec<Vec<PairKey>> = items
             .par_chunks(HAND_OVER_TASK)
-            .map(|chunk| {
-                let _task = zone!("list_task");
-                let mut keys = Vec::new();
-                for item in chunk {
-                    each(self, item, &mut |k| keys.push(k));
-                }
-                keys
-            })
+            .map_init(
+                || zone!("list_task"),
+                |_, chunk| {
+                    let mut keys = Vec::new();
+                    for item in chunk {
+                        each(self, item, &mut |k| keys.push(k));
+                    }
+                    keys
+                },
+            )
             .collect();
         for k in chunks.into_iter().flatten() {
             found(k);
