@@ -156,6 +156,12 @@ pub struct KickView<'a> {
 }
 
 impl KickView<'_> {
+    /// The velocity of vertex `i`, which must be in the view's range.
+    #[inline]
+    pub fn velocity(&self, i: usize) -> DVec3 {
+        self.v[i - self.first]
+    }
+
     /// [`VertexState::apply_impulse`] for vertex `i`, which must be in the view's range.
     #[inline]
     pub fn apply_impulse(&mut self, i: usize, s: f64, impulse: DVec3) {

@@ -6,6 +6,7 @@ use glam::DVec3;
 use rayon::prelude::*;
 
 use super::motion::{feature_distance, first_four, local_feature_distance};
+use super::ordered_kicks::OrderedKicks;
 use super::owners::FeatureOwners;
 use super::pair_table::PairTable;
 use super::work_closure::WorkClosure;
@@ -22,7 +23,8 @@ use crate::events::{EventQueue, Scheduler};
 use crate::profile::zone;
 use crate::state::VertexState;
 
-/// Layer ticks with at least this many members compute their impulses on the thread pool.
+/// Layer ticks with at least this many members compute their impulses on the thread pool, and
+/// apply them there unless the work closure needs them applied one by one.
 const PARALLEL_TICK: usize = 256;
 
 /// The layer laws, the penalty response, and the layers' super-events (see the module docs).
@@ -53,6 +55,8 @@ pub(super) struct LayerTicks {
     impulses: Vec<PairImpulse<6>>,
     kicked: Vec<u32>,
     closing: Vec<(u32, DVec3)>,
+    /// Scratch of a large tick's impulses applied on the pool.
+    ordered: OrderedKicks,
     pub(super) stats: LayerStats,
 }
 
@@ -135,6 +139,7 @@ impl LayerTicks {
             impulses: Vec::new(),
             kicked: Vec::new(),
             closing: Vec::new(),
+            ordered: OrderedKicks::default(),
             stats: LayerStats {
                 min_distance: f64::INFINITY,
                 ..LayerStats::default()
@@ -256,12 +261,34 @@ impl LayerTicks {
         kicked.clear();
         let eta = params.eta;
         let outermost = self.schedule.eta1;
-        for (m, result) in members.iter().zip(&impulses) {
+        let verts_of = |m: &Member| &pairs.verts[m.pair as usize][..m.key.vertex_count()];
+        if members.len() >= PARALLEL_TICK && !self.closure.enabled() {
+            // Nothing reads the state between two members' impulses: apply them on the pool.
+            let (nearest, acts) = (impulses.par_iter())
+                .map_init(
+                    || zone!("penalty_task"),
+                    |_, r| (r.distance, r.impulses.iter().any(|&j| j != DVec3::ZERO)),
+                )
+                .reduce(|| (f64::INFINITY, false), |a, b| (a.0.min(b.0), a.1 || b.1));
+            self.stats.min_distance = self.stats.min_distance.min(nearest);
+            if acts {
+                self.stats.deepest_acting_layer = self.stats.deepest_acting_layer.max(l);
+            }
+            let verts = |k: usize| verts_of(&members[k]);
+            let impulse = |k: usize, s: usize| impulses[k].impulses[s];
+            (self.ordered).apply(state, t, members.len(), verts, impulse, &mut kicked);
+        }
+        let serial = if self.closure.enabled() || members.len() < PARALLEL_TICK {
+            &members[..]
+        } else {
+            &[]
+        };
+        for (m, result) in serial.iter().zip(&impulses) {
             self.stats.min_distance = self.stats.min_distance.min(result.distance);
             if result.impulses.iter().any(|&j| j != DVec3::ZERO) {
                 self.stats.deepest_acting_layer = self.stats.deepest_acting_layer.max(l);
             }
-            let verts = &pairs.verts[m.pair as usize][..m.key.vertex_count()];
+            let verts = verts_of(m);
             self.closure.record(m.pair, verts, result, eta, state, t);
             self.apply(state, verts, &result.impulses, t, &mut kicked);
             if result.distance >= outermost {

@@ -22,6 +22,7 @@ mod force_phases;
 mod layer_ticks;
 mod motion;
 mod object_closure;
+mod ordered_kicks;
 mod owners;
 mod pair_table;
 mod work_closure;
