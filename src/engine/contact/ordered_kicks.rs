@@ -18,8 +18,8 @@ use rayon::prelude::*;
 use crate::profile::zone;
 use crate::state::VertexState;
 
-/// Slots of a member's place in the pass: enough for a triangle pair's six vertices.
-const SLOTS: usize = 8;
+/// Places a member takes in the pass: one per vertex, up to a triangle pair's six.
+const SLOTS: usize = 6;
 
 /// Members per rayon task when keying the impulses.
 const KEY_TASK: usize = 128;
