@@ -277,23 +277,19 @@ impl LayerTicks {
             let verts = |k: usize| verts_of(&members[k]);
             let impulse = |k: usize, s: usize| impulses[k].impulses[s];
             (self.ordered).apply(state, t, members.len(), verts, impulse, &mut kicked);
-        }
-        let serial = if self.closure.enabled() || members.len() < PARALLEL_TICK {
-            &members[..]
         } else {
-            &[]
-        };
-        for (m, result) in serial.iter().zip(&impulses) {
-            self.stats.min_distance = self.stats.min_distance.min(result.distance);
-            if result.impulses.iter().any(|&j| j != DVec3::ZERO) {
-                self.stats.deepest_acting_layer = self.stats.deepest_acting_layer.max(l);
-            }
-            let verts = verts_of(m);
-            self.closure.record(m.pair, verts, result, eta, state, t);
-            self.apply(state, verts, &result.impulses, t, &mut kicked);
-            if result.distance >= outermost {
-                if let Some(closing) = self.closure.close(m.pair, m.key, verts, state, t) {
-                    self.apply(state, verts, &closing, t, &mut kicked);
+            for (m, result) in members.iter().zip(&impulses) {
+                self.stats.min_distance = self.stats.min_distance.min(result.distance);
+                if result.impulses.iter().any(|&j| j != DVec3::ZERO) {
+                    self.stats.deepest_acting_layer = self.stats.deepest_acting_layer.max(l);
+                }
+                let verts = verts_of(m);
+                self.closure.record(m.pair, verts, result, eta, state, t);
+                self.apply(state, verts, &result.impulses, t, &mut kicked);
+                if result.distance >= outermost {
+                    if let Some(closing) = self.closure.close(m.pair, m.key, verts, state, t) {
+                        self.apply(state, verts, &closing, t, &mut kicked);
+                    }
                 }
             }
         }
