@@ -29,6 +29,12 @@ use crate::profile::zone;
 /// Leaf nodes per rayon task when fitting all leaf nodes.
 const PAR_MIN_LEN: usize = 512;
 
+/// Buckets placed, at least, for [`Bvh::place_buckets`] to place them on the pool.
+const PAR_PLACE: usize = 2048;
+
+/// Subtrees [`Bvh::place_buckets`] splits the placing of many buckets over.
+const PLACE_SUBTREES: usize = 64;
+
 /// Most leaves per leaf node (see the module docs).
 pub const BUCKET: usize = super::leaves::MAX_GROUP;
 
@@ -216,17 +222,7 @@ impl<V: Volume> Bvh<V> {
     ) {
         let subtrees = self.subtrees(self.len().div_ceil(PAR_MIN_LEN));
         let mut vol = std::mem::take(&mut self.vol);
-        // Carve the subtrees' ranges out of the volumes; the nodes between them are their
-        // ancestors.
-        let mut parts = Vec::with_capacity(subtrees.len());
-        let mut rest = &mut vol[..];
-        let mut at = 0;
-        for &(first, end) in &subtrees {
-            let (_, after) = std::mem::take(&mut rest).split_at_mut(first - at);
-            let (part, after) = after.split_at_mut(end - first);
-            parts.push((first, part));
-            (rest, at) = (after, end);
-        }
+        let mut parts = carve(&mut vol, &subtrees);
         let this = &*self;
         let refit = |first: usize, part: &mut [V]| {
             for n in (first..first + part.len()).rev() {
@@ -315,6 +311,100 @@ impl<V: Volume> Bvh<V> {
         }
     }
 
+    /// Places the buckets `buckets[i]` with the volumes `vols[i]` in turn, as
+    /// [`place_bucket`](Self::place_bucket) called for each in order would, calling
+    /// `visit(n, false)` for each bucket as it is placed and `visit(p, true)` for each ancestor
+    /// whose volume changed, in that same order.
+    ///
+    /// Many buckets (a whole-mesh kick refits nearly all of them) are placed on the pool, with
+    /// the same volumes and the same visits: each subtree below the top levels places its own
+    /// buckets in turn, noting the ancestors it changed and, each time a walk reached its
+    /// root, the root's volume then; the top levels then replay those roots in the buckets'
+    /// order. A walk leaves a subtree only through its root, so the top sees every root's
+    /// volume change in the order one pass makes them.
+    pub fn place_buckets(
+        &mut self,
+        buckets: &[u32],
+        vols: &[V],
+        span: (f64, f64),
+        grow: f64,
+        visit: &mut impl FnMut(u32, bool),
+    ) {
+        debug_assert_eq!(buckets.len(), vols.len());
+        if buckets.len() < PAR_PLACE {
+            for (&n, &vol) in buckets.iter().zip(vols) {
+                visit(n, false);
+                self.place_bucket(n, vol, span, grow, &mut |p| visit(p, true));
+            }
+            return;
+        }
+        let subtrees = self.subtrees(PLACE_SUBTREES);
+        // The ranges are ascending and hold every leaf node: a bucket's is the last one
+        // starting at or before it.
+        let home: Vec<u32> = (buckets.iter())
+            .map(|&n| (subtrees.partition_point(|&(root, _)| root <= n as usize) - 1) as u32)
+            .collect();
+        let mut placed: Vec<Vec<u32>> = vec![Vec::new(); subtrees.len()];
+        for (i, &s) in home.iter().enumerate() {
+            placed[s as usize].push(i as u32);
+        }
+        let roots_before: Vec<V> = subtrees.iter().map(|&(root, _)| self.vol[root]).collect();
+        let mut vol = std::mem::take(&mut self.vol);
+        let mut parts = carve(&mut vol, &subtrees);
+        let (parent, child) = (&self.parent, &self.child);
+        let walks: Vec<SubtreeWalks<V>> = (parts.par_iter_mut().zip(&placed))
+            .map_init(
+                || zone!("list_task"),
+                |_, ((root, part), placed)| {
+                    let root = *root;
+                    let mut walks = SubtreeWalks::default();
+                    for &i in placed {
+                        let mut n = buckets[i as usize] as usize;
+                        part[n - root] = vols[i as usize];
+                        let escaped = loop {
+                            if n == root {
+                                walks.roots.push(part[0]);
+                                break true;
+                            }
+                            let p = parent[n] as usize;
+                            if part[p - root].contains(&part[n - root], span.0, span.1) {
+                                break false;
+                            }
+                            let [a, b] = child[p].map(|c| &part[c as usize - root]);
+                            part[p - root] = merge(a, b, span, grow);
+                            walks.changed.push(p as u32);
+                            n = p;
+                        };
+                        walks.ends.push((walks.changed.len() as u32, escaped));
+                    }
+                    walks
+                },
+            )
+            .collect();
+        self.vol = vol;
+        // The top levels, in the buckets' order, from the roots' volumes before the first.
+        for (&(root, _), &before) in subtrees.iter().zip(&roots_before) {
+            self.vol[root] = before;
+        }
+        let mut cursors = vec![Cursor::default(); subtrees.len()];
+        for (&n, &s) in buckets.iter().zip(&home) {
+            let (walks, at) = (&walks[s as usize], &mut cursors[s as usize]);
+            let (end, escaped) = walks.ends[at.bucket];
+            visit(n, false);
+            for &p in &walks.changed[at.changed..end as usize] {
+                visit(p, true);
+            }
+            (at.bucket, at.changed) = (at.bucket + 1, end as usize);
+            if escaped {
+                let root = subtrees[s as usize].0;
+                self.place_bucket(root as u32, walks.roots[at.root], span, grow, &mut |p| {
+                    visit(p, true)
+                });
+                at.root += 1;
+            }
+        }
+    }
+
     /// The summed [`Volume::size`] of the internal nodes: it grows as leaves that were built
     /// into one subtree drift apart (particles scattering), which a refit cannot undo.
     pub fn spread(&self) -> f64 {
@@ -351,6 +441,51 @@ impl<V: Volume> Bvh<V> {
     }
 }
 
+/// What one subtree's part of [`Bvh::place_buckets`] did, bucket by bucket.
+#[derive(Debug)]
+struct SubtreeWalks<V> {
+    /// The ancestors inside the subtree whose volumes changed, in order.
+    changed: Vec<u32>,
+    /// Per bucket placed: the end of its ancestors in `changed`, and whether its walk reached
+    /// the subtree's root (and may go on above it).
+    ends: Vec<(u32, bool)>,
+    /// The root's volume after each walk that reached it.
+    roots: Vec<V>,
+}
+
+impl<V> Default for SubtreeWalks<V> {
+    fn default() -> Self {
+        Self {
+            changed: Vec::new(),
+            ends: Vec::new(),
+            roots: Vec::new(),
+        }
+    }
+}
+
+/// How far [`Bvh::place_buckets`] has replayed one subtree's [`SubtreeWalks`].
+#[derive(Clone, Copy, Debug, Default)]
+struct Cursor {
+    bucket: usize,
+    changed: usize,
+    root: usize,
+}
+
+/// The subtrees' ranges `(root, end)` (ascending, disjoint) carved out of the volumes, each
+/// with its root; the nodes between them, their ancestors, are left out.
+fn carve<'a, V>(vol: &'a mut [V], subtrees: &[(usize, usize)]) -> Vec<(usize, &'a mut [V])> {
+    let mut parts = Vec::with_capacity(subtrees.len());
+    let mut rest = vol;
+    let mut at = 0;
+    for &(root, end) in subtrees {
+        let (_, after) = std::mem::take(&mut rest).split_at_mut(root - at);
+        let (part, after) = after.split_at_mut(end - root);
+        parts.push((root, part));
+        (rest, at) = (after, end);
+    }
+    parts
+}
+
 /// The volume of an internal node whose children have volumes `a` and `b`, grown by `grow`.
 #[inline]
 fn merge<V: Volume>(a: &V, b: &V, (t, t_end): (f64, f64), grow: f64) -> V {
@@ -382,6 +517,7 @@ fn connected(ids: &[u32], adjacent: &impl Fn(u32, u32) -> bool) -> bool {
 mod tests {
     use super::*;
     use crate::kds::kdop::Dop18;
+    use crate::test_rng::Rng;
 
     #[test]
     fn build_is_balanced_pre_ordered_and_buckets_only_neighbours() {
@@ -456,5 +592,78 @@ mod tests {
         let apart = Bvh::build(&centroids, |_, _| false, placeholder);
         assert_eq!(apart.len(), 199);
         assert!((0..100).all(|l| apart.bucket(apart.leaf_node(l)) == Some(&[l][..])));
+    }
+
+    /// A hierarchy over `n` scattered leaves, one a bucket, each fitted around its centroid
+    /// and every internal node merged from its children.
+    fn scattered(n: usize, rng: &mut Rng) -> (Bvh<Dop18>, Vec<DVec3>) {
+        let centroids: Vec<DVec3> = (0..n).map(|_| rng.vec(100.0)).collect();
+        let fit = |c: DVec3| Dop18::fit(&[c], &[c + DVec3::X], 0.0, 1.0, 0.5);
+        let mut bvh = Bvh::build(&centroids, |_, _| false, fit(DVec3::ZERO));
+        for node in (0..bvh.len() as u32).rev() {
+            bvh.vol[node as usize] = match bvh.bucket(node) {
+                Some(&[l]) => fit(centroids[l as usize]),
+                _ => bvh.merged(node, 0.0, 1.0, 0.1),
+            };
+        }
+        (bvh, centroids)
+    }
+
+    #[test]
+    fn buckets_placed_on_any_pool_match_placing_them_one_by_one() {
+        let mut rng = Rng(5);
+        let n = 6000;
+        // Most buckets move a little (staying inside their parents), some far (their walks
+        // reach the top), in a shuffled order, with some left out.
+        let (_, centroids) = scattered(n, &mut rng);
+        let mut moved: Vec<(u32, Dop18)> = Vec::new();
+        for l in 0..n {
+            let jump = match rng.uniform(0.0, 1.0) {
+                u if u < 0.1 => continue,
+                u if u < 0.8 => 0.01,
+                _ => 30.0,
+            };
+            let c = centroids[l] + rng.vec(jump);
+            moved.push((
+                l as u32,
+                Dop18::fit(&[c], &[c + rng.vec(2.0)], 0.0, 1.0, 0.5),
+            ));
+        }
+        for i in (1..moved.len()).rev() {
+            moved.swap(i, rng.next_u64() as usize % (i + 1));
+        }
+        let run = |threads: usize| {
+            let (mut bvh, _) = scattered(n, &mut Rng(5));
+            let buckets: Vec<u32> = moved.iter().map(|&(l, _)| bvh.leaf_node(l)).collect();
+            let vols: Vec<Dop18> = moved.iter().map(|&(_, v)| v).collect();
+            let mut visits = Vec::new();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                bvh.place_buckets(&buckets, &vols, (0.0, 1.0), 0.1, &mut |n, a| {
+                    visits.push((n, a))
+                })
+            });
+            (bvh.vol, visits)
+        };
+        let (mut bvh, _) = scattered(n, &mut Rng(5));
+        let mut visits = Vec::new();
+        for &(l, vol) in &moved {
+            let node = bvh.leaf_node(l);
+            visits.push((node, false));
+            bvh.place_bucket(node, vol, (0.0, 1.0), 0.1, &mut |p| visits.push((p, true)));
+        }
+        // The far moves changed the top: the walks did leave their subtrees.
+        assert!(
+            visits.iter().any(|&(p, a)| a && p < 8),
+            "no walk reached the top"
+        );
+        for threads in [1, 2, 3, 5] {
+            let (vol, got) = run(threads);
+            assert!(vol == bvh.vol, "{threads} threads: other volumes");
+            assert!(got == visits, "{threads} threads: other visits");
+        }
     }
 }

@@ -185,8 +185,8 @@ const LOOSE_TREE: f64 = 2.0;
 const BATCH: usize = 1 << 16;
 
 /// Buckets refitted per batch of an update: their volumes are fitted in parallel and held
-/// until placed (a few hundred kilobytes of 18-DOPs).
-const REFIT_BATCH: usize = 1 << 10;
+/// until placed (a few megabytes of 18-DOPs), enough for the placing to go on the pool.
+const REFIT_BATCH: usize = 1 << 14;
 
 /// Fewest buckets fitted per rayon task (a bucket's fit takes about a microsecond).
 const REFIT_TASK: usize = 32;
@@ -469,8 +469,9 @@ impl<V: Volume> SeparationList<V> {
                 }
             }
             self.stats.leaf_refits += buckets.len() as u64;
-            // The buckets' volumes are fitted in parallel, a batch at a time, then placed one
-            // by one in list order: the same volumes and order as refitting each in turn.
+            // The buckets' volumes are fitted in parallel, a batch at a time, then placed in
+            // list order (on the pool when many): the same volumes and order as refitting
+            // each in turn.
             let mut fitted = std::mem::take(&mut self.scratch_volumes);
             for batch in buckets.chunks(REFIT_BATCH) {
                 let (bvh, leaves, refs) = (&self.bvh, &self.leaves, &self.refs);
@@ -480,15 +481,13 @@ impl<V: Volume> SeparationList<V> {
                         |_, &n| bvh.fit_bucket(leaves, refs, n, span, pads.0),
                     )
                     .collect_into_vec(&mut fitted);
-                for (&node, vol) in batch.iter().zip(fitted.drain(..)) {
-                    changed.push(node);
-                    self.bvh.place_bucket(node, vol, span, pads.1, &mut |n| {
-                        if stamp[n as usize] != epoch {
-                            stamp[n as usize] = epoch;
-                            changed.push(n);
-                        }
-                    });
-                }
+                (self.bvh).place_buckets(batch, &fitted, span, pads.1, &mut |n, ancestor| {
+                    // A bucket is listed once; an ancestor the first time it changes.
+                    if !ancestor || stamp[n as usize] != epoch {
+                        stamp[n as usize] = epoch;
+                        changed.push(n);
+                    }
+                });
             }
             self.scratch_volumes = fitted;
             // The nodes' pair lists are walked in parallel, a group of nodes at a time, and their
