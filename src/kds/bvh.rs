@@ -617,13 +617,13 @@ mod tests {
         // reach the top), in a shuffled order, with some left out.
         let (_, centroids) = scattered(n, &mut rng);
         let mut moved: Vec<(u32, Dop18)> = Vec::new();
-        for l in 0..n {
+        for (l, &centroid) in centroids.iter().enumerate() {
             let jump = match rng.uniform(0.0, 1.0) {
                 u if u < 0.1 => continue,
                 u if u < 0.8 => 0.01,
                 _ => 30.0,
             };
-            let c = centroids[l] + rng.vec(jump);
+            let c = centroid + rng.vec(jump);
             moved.push((
                 l as u32,
                 Dop18::fit(&[c], &[c + rng.vec(2.0)], 0.0, 1.0, 0.5),
