@@ -286,8 +286,9 @@ impl<V: Volume> Bvh<V> {
         roots.iter().map(|&n| (n as usize, end(n))).collect()
     }
 
-    /// Gives leaf node `n` the volume `vol` (its [`fit_bucket`](Self::fit_bucket) on
-    /// `[t, t_end]`) and refits its ancestors until one still contains its refitted child;
+    /// Gives node `n` the volume `vol` (a bucket's [`fit_bucket`](Self::fit_bucket) on
+    /// `[t, t_end]`, or a subtree root's volume that [`place_buckets`](Self::place_buckets)
+    /// replays) and refits its ancestors until one still contains its refitted child;
     /// calls `changed` for every ancestor whose volume changed, nearest first. Internal nodes
     /// are grown by `grow` when refitted, so that the next small change of a child stays inside
     /// and costs no re-timing above it.
