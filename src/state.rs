@@ -86,8 +86,9 @@ impl VertexState {
 
     /// Kicks every free vertex at time `s` in parallel: vertex `i` with inverse mass `w` gains
     /// velocity `dv(i, w)`, re-based first; vertices with zero inverse mass or a zero change are
-    /// not written.
-    pub fn kick_all(&mut self, s: f64, dv: impl Fn(usize, f64) -> DVec3 + Sync) {
+    /// not written. Returns the largest squared speed of the vertices it changed
+    /// ([`faster`]: NaN if one is NaN).
+    pub fn kick_all(&mut self, s: f64, dv: impl Fn(usize, f64) -> DVec3 + Sync) -> f64 {
         let inv_mass = &self.inv_mass;
         let task = || zone!("force_task");
         self.x
@@ -96,17 +97,27 @@ impl VertexState {
             .zip(self.v.par_iter_mut())
             .enumerate()
             .with_min_len(PAR_MIN_LEN)
-            .for_each_init(task, |_, (i, ((x, ti), v))| {
+            .map_init(task, |_, (i, ((x, ti), v))| {
                 if inv_mass[i] == 0.0 {
-                    return;
+                    return 0.0;
                 }
                 let dv = dv(i, inv_mass[i]);
-                if dv != DVec3::ZERO {
-                    *x += (s - *ti) * *v;
-                    *ti = s;
-                    *v += dv;
+                if dv == DVec3::ZERO {
+                    return 0.0;
                 }
-            });
+                *x += (s - *ti) * *v;
+                *ti = s;
+                *v += dv;
+                v.length_squared()
+            })
+            .reduce(|| 0.0, faster)
+    }
+
+    /// The largest squared speed of `vertices` ([`faster`]: NaN if one is NaN); 0 for none.
+    pub fn fastest(&self, vertices: impl IntoIterator<Item = u32>) -> f64 {
+        (vertices.into_iter())
+            .map(|i| self.v[i as usize].length_squared())
+            .fold(0.0, faster)
     }
 
     /// Writes every vertex's position at time `s` into `out` (resized to fit).
@@ -142,6 +153,24 @@ impl VertexState {
         }
         views
     }
+}
+
+/// The larger of two squared speeds, or NaN if either is NaN (a speed that is no number must
+/// not pass a speed check as `f64::max` would let it). Order does not matter, so parallel
+/// reductions give the same answer on any number of threads.
+#[inline]
+pub fn faster(a: f64, b: f64) -> f64 {
+    if a.is_nan() || a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// Whether a squared speed is beyond the speed `limit`, or no number.
+#[inline]
+pub fn beyond(squared: f64, limit: f64) -> bool {
+    squared.is_nan() || squared > limit * limit
 }
 
 /// The columns a kick writes for one range of consecutive vertices
@@ -189,6 +218,42 @@ mod tests {
             inv_mass: (0..n).map(|i| if i == 3 { 0.0 } else { 0.5 }).collect(),
             kind: vec![VertexKind::Free; n],
         }
+    }
+
+    #[test]
+    fn a_whole_mesh_kick_returns_the_largest_squared_speed_it_made() {
+        let mut s = state(10);
+        // Vertex 9 is the fastest before the kick; vertex 3 (fixed) is not kicked.
+        let fastest = s.kick_all(2.0, |i, _| {
+            if i == 9 {
+                DVec3::ZERO
+            } else {
+                DVec3::new(0.0, i as f64, 0.0)
+            }
+        });
+        let kicked = (0..9).filter(|&i| i != 3);
+        assert_eq!(fastest, s.fastest(kicked));
+        assert!(fastest < s.v[9].length_squared());
+        assert_eq!(s.kick_all(2.5, |_, _| DVec3::ZERO), 0.0);
+        let nan = s.kick_all(3.0, |i, _| {
+            DVec3::splat(if i == 4 { f64::NAN } else { 1.0 })
+        });
+        assert!(
+            nan.is_nan(),
+            "a speed that is no number is not hidden by a larger one"
+        );
+    }
+
+    #[test]
+    fn faster_keeps_a_nan_in_any_order() {
+        for (a, b) in [(f64::NAN, 1.0), (1.0, f64::NAN), (f64::NAN, f64::INFINITY)] {
+            assert!(faster(a, b).is_nan(), "{a} {b}");
+        }
+        assert_eq!(faster(2.0, 3.0), 3.0);
+        assert_eq!(faster(3.0, 2.0), 3.0);
+        assert_eq!(faster(0.0, f64::INFINITY), f64::INFINITY);
+        assert!(beyond(f64::NAN, 1.0) && beyond(4.01, 2.0) && !beyond(4.0, 2.0));
+        assert!(!beyond(f64::MAX, f64::INFINITY));
     }
 
     #[test]

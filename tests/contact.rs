@@ -725,6 +725,51 @@ fn without_an_energy_budget_a_runaway_stops_at_the_speed_limit() {
     );
 }
 
+#[test]
+fn a_force_faster_than_contact_can_resolve_stops_the_run_under_both_schedulers() {
+    // Gravity of 1e14 cm/s^2, or a prescribed force as strong, gives the particle 1e11
+    // cm/s in one tick, where contact resolves about 9e5 cm/s: it once passed through the low
+    // wall unseen, and the run ended with exit 0 and frames that `acm check` passed.
+    let force = "\n[[force]]\nobject = \"particle\"\nselect = { all = true }\nforce = [0.0, \
+                 -1e12, 0.0]\n";
+    let stops = |extra: &str, sets: &[&str], needles: &[&str]| {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = format!("{BOUNCING_BETWEEN_WALLS}{extra}");
+        std::fs::write(dir.path().join("walls.toml"), profile).unwrap();
+        let mut args = vec!["run", "walls.toml", "--out", "f"];
+        for set in sets {
+            args.extend(["--set", set]);
+        }
+        let out = acm(dir.path(), &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        for needle in needles {
+            assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
+        }
+        // It stopped at its first tick, before a frame after the start.
+        assert!(!dir.path().join("f/frame_00001.obj").exists());
+    };
+    for scheduler in ["contact.scheduler=kds", "contact.scheduler=speculative"] {
+        stops(
+            "",
+            &[scheduler, "scene.gravity=[0, -1e14, 0]"],
+            &[
+                "too fast at t = 0 s",
+                "gravity sped vertex 0 of \"particle\"",
+                "contact.eta1",
+            ],
+        );
+        stops(
+            force,
+            &[scheduler],
+            &[
+                "too fast",
+                "a prescribed force sped vertex 0 of \"particle\"",
+            ],
+        );
+    }
+}
+
 /// A stiff hollow ball (the projectile material of the thesis) dropped at 800 cm/s onto the
 /// centre of a fixed capped cylinder's lid: a fan of 256 sliver triangles around one vertex.
 const BALL_ON_FAN: &str = r#"

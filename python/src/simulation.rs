@@ -255,7 +255,8 @@ impl Simulation {
 
     /// Sets the velocity (cm/s) of `vertices` (global indices) from now on: `v` is one velocity
     /// for all of them, shape (3,), or one each, shape (k, 3). Fixed vertices cannot be steered;
-    /// nothing changes if any vertex is fixed or missing.
+    /// nothing changes if any vertex is fixed or missing, or any speed is beyond what contact
+    /// can resolve in the scene.
     fn set_velocity(
         &mut self,
         vertices: PyArrayLike1<'_, i64, AllowTypeChange>,
@@ -295,6 +296,13 @@ impl Simulation {
             if !velocity(j).is_finite() {
                 return Err(InputError::new_err(format!(
                     "v: the velocity of vertex {vertex} is not finite"
+                )));
+            }
+            let (speed, limit) = (velocity(j).length(), self.sim.speed_limit());
+            if speed > limit {
+                return Err(InputError::new_err(format!(
+                    "v: the speed of vertex {vertex}, {speed:.3e} cm/s, is beyond the \
+                     {limit:.3e} cm/s contact can resolve in this scene"
                 )));
             }
         }

@@ -155,6 +155,20 @@ def test_set_velocity_steers_vertices_and_refuses_fixed_ones():
     assert sim.positions()[3][0] > vertices[3][0]
 
 
+def test_set_velocity_refuses_speeds_contact_cannot_resolve():
+    vertices, triangles = acm.sheet(5, 5, 20.0, 20.0)
+    scene = acm.Scene(gravity=(0, 0, 0), contact={"eta1": 0.1})
+    scene.add_object("sheet", vertices, triangles)
+    sim = acm.Simulation(scene)
+    before = sim.velocities()
+    # eta1 / (1e-8 (1 + duration)): 5e6 cm/s here.
+    with pytest.raises(acm.InputError, match="the speed of vertex 4, 6.000e6 cm/s, is beyond"):
+        sim.set_velocity([3, 4], np.array([[1.0, 0, 0], [6e6, 0, 0]]))
+    assert np.array_equal(sim.velocities(), before)
+    sim.set_velocity([4], [4e6, 0, 0])
+    assert sim.velocities()[4][0] == 4e6
+
+
 def test_the_frame_callbacks_exception_stops_the_run():
     class Stop(Exception):
         pass

@@ -447,6 +447,7 @@ fn run_failure(e: RunError, name: &str, out: &Path) -> Failure {
         | RunError::NoProgress { .. }
         | RunError::TimeResolution { .. }
         | RunError::SpeedRunaway { .. }
+        | RunError::TooFast { .. }
         | RunError::EnergyRunaway { .. }
         | RunError::KinematicContact { .. }) => Failure::BadInput(format!("{name}: {e}")),
         e @ (RunError::Internal { .. } | RunError::Audit { .. }) => {

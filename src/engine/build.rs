@@ -16,7 +16,7 @@ use crate::events::{EventKind, EventQueue, EventTable, Scheduler};
 use crate::forces::external::{Drag, PrescribedForce, ScriptedMotion};
 use crate::forces::{ElementKernel, HingeFamily, HingeKernel, SpringFamily, SpringKernel};
 use crate::mesh::{lumped_masses, Topology, TriMesh, TriangleList};
-use crate::scene::{ContactScheduler, Scene, SceneError, VertexSet};
+use crate::scene::{ContactScheduler, Scene, SceneError, SpeedLimit, VertexSet};
 use crate::state::{VertexKind, VertexState};
 
 /// Broad-phase windows last this many external-force clocks (at most a frame).
@@ -304,7 +304,7 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
         first_layer_makes_progress(scene, &state)?;
         let setup = ContactSetup {
             objects: objects.clone(),
-            speed_limit: scene.resolvable_speed(),
+            speed_limit: SpeedLimit::of(scene),
             schedule: scene.contact.schedule()?,
             cor: scene.contact.cor,
             mu: scene.contact.friction,
@@ -408,6 +408,11 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
         next_frame: 0,
         time: 0.0,
         scratch: Vec::new(),
+        speed_limit: if contact.is_some() {
+            SpeedLimit::of(scene)
+        } else {
+            SpeedLimit::none()
+        },
         contact,
         kicked: Default::default(),
         speculative,

@@ -28,8 +28,8 @@ use crate::forces::external::{
 use crate::forces::{HingeFamily, SpringFamily};
 use crate::mesh::TriangleList;
 use crate::profile::zone;
-use crate::scene::{Scene, SceneError};
-use crate::state::{VertexKind, VertexState};
+use crate::scene::{Scene, SceneError, SpeedLimit};
+use crate::state::{beyond, VertexKind, VertexState};
 
 pub use contact::ContactStats;
 pub use stats::{ClockRange, Clocks, EventCounts, ModelSize, Stats};
@@ -246,6 +246,28 @@ pub enum RunError {
         /// The resolvable speed (cm/s).
         limit: f64,
     },
+    /// A force tick sped a free vertex past the fastest speed contact can resolve
+    /// ([`Scene::resolvable_speed`]): a pair could then cross a layer between two instants of
+    /// the broad phase's time resolution unseen, so the run stops first.
+    #[error(
+        "too fast at t = {time} s: {force} sped {vertex} to {speed:.3e} cm/s, beyond the \
+         {limit:.3e} cm/s contact can resolve in this scene (a vertex must take at least 10 of \
+         the broad phase's instants of 1e-9 (1 + t) s to cross contact.eta1). Weaken the force, \
+         or allow faster speeds with a larger contact.eta1 or a shorter scene"
+    )]
+    TooFast {
+        /// Simulated time.
+        time: f64,
+        /// The force that ticked: `gravity`, `stretching`, `bending`, `a prescribed force` or
+        /// `drag`.
+        force: &'static str,
+        /// The vertex, described.
+        vertex: String,
+        /// Its speed (cm/s; NaN if it is no number).
+        speed: f64,
+        /// The resolvable speed (cm/s).
+        limit: f64,
+    },
     /// Two fixed or scripted primitives are about to touch: no force can stop prescribed
     /// motion, so the run stops before they intersect.
     #[error(
@@ -333,6 +355,9 @@ pub struct Simulation {
     time: f64,
     scratch: Vec<DVec3>,
     contact: Option<contact::Contact>,
+    /// The fastest a force tick may make a free vertex (none without contact): faster, the
+    /// run stops ([`RunError::TooFast`]).
+    speed_limit: SpeedLimit,
     /// The vertices the force ticks at `time` kicked, re-timed once after the last of them.
     kicked: kicked::Kicked,
     /// The speculative scheduler, when `contact.scheduler = "speculative"`.
@@ -422,11 +447,23 @@ impl Simulation {
         self.state.positions_at(s, out);
     }
 
+    /// The fastest speed a vertex may reach now (cm/s): what contact can resolve
+    /// ([`SpeedLimit`]), infinite without contact. A force tick that makes a free vertex faster
+    /// stops the run with [`RunError::TooFast`]; [`Self::set_velocity`] refuses faster
+    /// velocities.
+    pub fn speed_limit(&self) -> f64 {
+        self.speed_limit.at(self.time)
+    }
+
     /// Sets the velocity of vertex `vertex` from the current time on (for embedding: steer a
     /// scripted obstacle between calls to [`Self::run_until`], or set initial conditions).
-    /// Returns false, changing nothing, if the vertex does not exist or is fixed.
+    /// Returns false, changing nothing, if the vertex does not exist or is fixed, or if the
+    /// speed is beyond [`Self::speed_limit`] (or not a number).
     pub fn set_velocity(&mut self, vertex: usize, velocity: DVec3) -> bool {
-        if vertex >= self.state.len() || self.state.kind[vertex] == VertexKind::Fixed {
+        if vertex >= self.state.len()
+            || self.state.kind[vertex] == VertexKind::Fixed
+            || beyond(velocity.length_squared(), self.speed_limit())
+        {
             return false;
         }
         self.state.rebase(vertex, self.time);
@@ -654,7 +691,7 @@ impl Simulation {
             let kind = self.events.kind(id);
             let payload = self.events.payload(id);
             match kind {
-                EventKind::Force => self.fire_force(id, t),
+                EventKind::Force => self.fire_force(id, t)?,
                 EventKind::Script => self.fire_script(id),
                 EventKind::Snapshot => self.fire_snapshot(id, t, sink)?,
                 EventKind::Certificate | EventKind::Penalty | EventKind::BroadPhase => {
@@ -681,7 +718,7 @@ impl Simulation {
         Ok(None)
     }
 
-    fn fire_force(&mut self, id: EventId, t: f64) {
+    fn fire_force(&mut self, id: EventId, t: f64) -> Result<(), RunError> {
         let _force = zone!("force");
         let index = self.events.payload(id) as usize;
         let ForceEvent { target, clock, .. } = self.forces[index];
@@ -689,39 +726,53 @@ impl Simulation {
             c.before_force_tick(index, &self.state);
         }
         let counts = &mut self.stats.events;
-        match target {
+        // The largest squared speed of the vertices kicked: from the parallel ticks as they
+        // kick, afterwards for the others.
+        let fastest = match target {
             ForceTarget::Springs(b) => {
-                self.springs.tick_bin(b as usize, t, clock, &mut self.state);
                 counts.stretching += 1;
+                Some(self.springs.tick_bin(b as usize, t, clock, &mut self.state))
             }
             ForceTarget::Spring(e) => {
-                self.springs.tick_one(e as usize, t, clock, &mut self.state);
                 counts.stretching += 1;
+                self.springs.tick_one(e as usize, t, clock, &mut self.state);
+                None
             }
             ForceTarget::Hinges(b) => {
-                self.hinges.tick_bin(b as usize, t, clock, &mut self.state);
                 counts.bending += 1;
+                Some(self.hinges.tick_bin(b as usize, t, clock, &mut self.state))
             }
             ForceTarget::Hinge(e) => {
-                self.hinges.tick_one(e as usize, t, clock, &mut self.state);
                 counts.bending += 1;
+                self.hinges.tick_one(e as usize, t, clock, &mut self.state);
+                None
             }
             ForceTarget::Gravity => {
-                gravity_tick(&mut self.state, self.gravity, t, clock);
                 counts.gravity += 1;
+                Some(gravity_tick(&mut self.state, self.gravity, t, clock))
             }
             ForceTarget::VertexGravity(v) => {
-                vertex_gravity_tick(&mut self.state, v as usize, self.gravity, t, clock);
                 counts.gravity += 1;
+                vertex_gravity_tick(&mut self.state, v as usize, self.gravity, t, clock);
+                None
             }
             ForceTarget::Prescribed(f) => {
-                self.prescribed[f as usize].tick(&mut self.state, t, clock);
                 counts.prescribed += 1;
+                self.prescribed[f as usize].tick(&mut self.state, t, clock);
+                None
             }
             ForceTarget::Drag => {
-                self.drag.tick(&mut self.state, t);
                 counts.drag += 1;
+                self.drag.tick(&mut self.state, t);
+                Some(self.state.fastest(self.drag.vertices.iter().copied()))
             }
+        }
+        .unwrap_or_else(|| {
+            let kicked = self.local_vertices(index).unwrap_or_default();
+            self.state.fastest(kicked.iter().copied())
+        });
+        if beyond(fastest, self.speed_limit.at(t)) {
+            return Err(self.too_fast(target, t));
         }
         if let Some(c) = &mut self.contact {
             c.after_force_tick(index, &self.state, t);
@@ -736,6 +787,29 @@ impl Simulation {
             Some(_) => {}
         }
         self.kicked = kicked;
+        Ok(())
+    }
+
+    /// The error for a tick of force `target` at `t` that sped a vertex past
+    /// the speed limit: names the first such vertex.
+    fn too_fast(&self, target: ForceTarget, t: f64) -> RunError {
+        let limit = self.speed_limit.at(t);
+        let vertex = (0..self.state.len())
+            .find(|&i| beyond(self.state.v[i].length_squared(), limit))
+            .unwrap_or_default();
+        RunError::TooFast {
+            time: t,
+            force: match target {
+                ForceTarget::Springs(_) | ForceTarget::Spring(_) => "stretching",
+                ForceTarget::Hinges(_) | ForceTarget::Hinge(_) => "bending",
+                ForceTarget::Gravity | ForceTarget::VertexGravity(_) => "gravity",
+                ForceTarget::Prescribed(_) => "a prescribed force",
+                ForceTarget::Drag => "drag",
+            },
+            vertex: describe_vertices(&self.objects, &[vertex as u32]),
+            speed: self.state.v[vertex].length(),
+            limit,
+        }
     }
 
     /// The vertices a tick of force `index` kicks, or `None` for a whole-mesh tick
@@ -1005,6 +1079,23 @@ mod tests {
         let p = sim.state.len() - 1;
         sim.state.rebase(p, sim.time);
         sim.state.v[p] = DVec3::new(0.0, -100.0, 0.0);
+    }
+
+    #[test]
+    fn set_velocity_refuses_speeds_contact_cannot_resolve() {
+        let mut sim = particle_over_floor();
+        let p = sim.state.len() - 1;
+        let limit = sim.speed_limit();
+        assert!(limit.is_finite() && limit > 0.0);
+        let before = sim.state.v[p];
+        for speed in [1.001 * limit, f64::INFINITY, f64::NAN] {
+            assert!(
+                !sim.set_velocity(p, DVec3::new(0.0, -speed, 0.0)),
+                "{speed}"
+            );
+            assert_eq!(sim.state.v[p], before, "a refused velocity changes nothing");
+        }
+        assert!(sim.set_velocity(p, DVec3::new(0.0, -0.999 * limit, 0.0)));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 use crate::mesh::Csr;
 use crate::profile::zone;
-use crate::state::{KickView, VertexState};
+use crate::state::{faster, KickView, VertexState};
 
 /// Minimum number of elements (or vertices) per rayon task: an element costs 10-85 ns, so a
 /// task is a few microseconds or more, above what a fork costs while the pool's workers are
@@ -249,11 +249,15 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     /// touches it (a vertex whose velocity does not change is not written); only the sums of
     /// vertices that later chunks still add to are carried, not a sum for every vertex. A
     /// vertex kicked at `t` keeps its position at `t`, so later chunks read the same positions.
-    pub fn tick_bin(&mut self, b: usize, t: f64, h: f64, state: &mut VertexState) {
+    ///
+    /// Returns the largest squared speed of the vertices it kicked ([`faster`]: NaN if one is
+    /// NaN), for the caller's speed check.
+    pub fn tick_bin(&mut self, b: usize, t: f64, h: f64, state: &mut VertexState) -> f64 {
         let bin = &self.bins[b];
         let kernel = &self.kernel;
         let carry = &mut self.carry;
         carry.clear();
+        let mut fastest = 0.0;
         for chunk in &bin.chunks {
             let range = chunk.elements.clone();
             let slots = range.len() * N;
@@ -313,25 +317,32 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
             let kick = |k: usize, view: &mut KickView<'_>| {
                 let start = k * PAR_MIN_LEN;
                 let block = rows.iter().enumerate().skip(start).take(PAR_MIN_LEN);
+                let mut fastest = 0.0;
                 for (j, &r) in block {
                     if !has_bit(&chunk.continuing, j) {
-                        view.apply_impulse(vertex(r), t, sum(j));
+                        let i = vertex(r);
+                        view.apply_impulse(i, t, sum(j));
+                        fastest = faster(view.velocity(i).length_squared(), fastest);
                     }
                 }
+                fastest
             };
             let mut views = state.kick_views(&cuts);
-            if let [view] = &mut views[..] {
-                kick(0, view);
+            let chunk_fastest = if let [view] = &mut views[..] {
+                kick(0, view)
             } else {
                 (views.par_iter_mut().enumerate())
-                    .for_each_init(task, |_, (k, view)| kick(k, view));
-            }
+                    .map_init(task, |_, (k, view)| kick(k, view))
+                    .reduce(|| 0.0, faster)
+            };
+            fastest = faster(chunk_fastest, fastest);
             // The rows later chunks still add to carry their sums there.
             let carried_on: Vec<(u32, DVec3)> = (chunk.continuing_rows.iter())
                 .map(|&j| (rows[j as usize], sum(j as usize)))
                 .collect();
             carry.extend(carried_on);
         }
+        fastest
     }
 
     /// Ticks every element at time `t` with clock `h`, bin after bin (the synchronous
@@ -624,6 +635,44 @@ mod tests {
                 assert_eq!(bits(&s.x), bits(&reference.x), "chunks of {chunk_len}");
                 assert_eq!(chunked.memory, whole.memory, "chunks of {chunk_len}");
             }
+        }
+    }
+
+    #[test]
+    fn a_bin_tick_returns_the_largest_squared_speed_of_its_vertices() {
+        let (kernel, _, mut state) = chain(800);
+        // The fastest vertices are at the end of the chain, outside most bins.
+        for (i, v) in state.v.iter_mut().enumerate() {
+            *v = DVec3::new(0.01 * (i * i) as f64, -1.0, 0.1 * (i % 3) as f64);
+        }
+        let mut clocks = kernel.stable_clocks(&state.inv_mass, 0.5);
+        // Four bins of clocks (binned by powers of two), each a quarter of the chain.
+        for (e, h) in clocks.iter_mut().enumerate() {
+            *h *= (1 << (e * 4 / kernel.len())) as f64;
+        }
+        for chunk_len in [3, 700] {
+            let mut family = SpringFamily::with_chunk_len(
+                kernel.clone(),
+                &clocks,
+                &state.x,
+                state.len(),
+                true,
+                chunk_len,
+            );
+            assert!(family.bins.len() >= 4, "{} bins", family.bins.len());
+            let mut s = state.clone();
+            let mut slower = 0;
+            for b in 0..family.bins.len() {
+                let fastest = family.tick_bin(b, 2.5e-3, 1e-3, &mut s);
+                let vertices = family.bins[b].vertices.iter().copied();
+                assert_eq!(
+                    fastest,
+                    s.fastest(vertices),
+                    "bin {b}, chunks of {chunk_len}"
+                );
+                slower += usize::from(fastest < s.fastest(0..s.len() as u32));
+            }
+            assert!(slower >= 3, "vertices outside a bin do not count");
         }
     }
 

@@ -9,12 +9,14 @@ use glam::DVec3;
 use crate::state::{VertexKind, VertexState};
 
 /// One gravity tick at time `t` with clock `h`: every free vertex gains velocity `g * h`
-/// (the impulse `m g h` divided by its mass; the mass cancels exactly).
-pub fn gravity_tick(state: &mut VertexState, g: DVec3, t: f64, h: f64) {
+/// (the impulse `m g h` divided by its mass; the mass cancels exactly). Returns the largest
+/// squared speed of the vertices it kicked ([`VertexState::kick_all`]).
+pub fn gravity_tick(state: &mut VertexState, g: DVec3, t: f64, h: f64) -> f64 {
     let dv = g * h;
-    if dv != DVec3::ZERO {
-        state.kick_all(t, |_, _| dv);
+    if dv == DVec3::ZERO {
+        return 0.0;
     }
+    state.kick_all(t, |_, _| dv)
 }
 
 /// One vertex's gravity tick at time `t` with clock `h`: the velocity change of

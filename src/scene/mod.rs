@@ -9,6 +9,7 @@ mod error;
 mod implicit;
 pub mod profile;
 mod speed;
+mod speed_limit;
 mod sync;
 mod validate;
 
@@ -19,6 +20,7 @@ use crate::mesh::TriMesh;
 pub use error::SceneError;
 pub use implicit::ImplicitSettings;
 pub use speed::SpeedSettings;
+pub use speed_limit::SpeedLimit;
 pub use sync::{FailSafe, Method, OnUnresolved, SyncSettings};
 
 /// Elastic material of an object (cgs units).
@@ -343,12 +345,12 @@ impl Scene {
         self.contact.enabled || self.integrator.method != Method::Acm
     }
 
-    /// The fastest speed (cm/s) ACM's contact can resolve in this scene: a vertex must take at
-    /// least ten of the kinetic broad phases' time instants, `1e-9 (1 + t)` s, to cross
-    /// `contact.eta1`. Start and scripted velocities are held to it at load, and a run whose
-    /// speeds run away past it stops.
+    /// The fastest speed (cm/s) ACM's contact can resolve in this scene up to its end: a vertex
+    /// must take at least ten of the kinetic broad phases' time instants, `1e-9 (1 + t)` s, to
+    /// cross `contact.eta1` ([`SpeedLimit`]). Start and scripted velocities are held to it at
+    /// load, and a run whose speeds run away past it stops.
     pub fn resolvable_speed(&self) -> f64 {
-        validate::resolvable_speed(self)
+        SpeedLimit::of(self).at(0.0)
     }
 
     /// Number of output frames, counting the frame at time 0.

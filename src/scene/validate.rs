@@ -3,6 +3,7 @@
 use glam::DVec3;
 use hashbrown::HashSet;
 
+use super::speed_limit::INSTANTS_PER_LAYER;
 use super::{Scene, SceneError, VertexSet};
 
 /// Upper bound on frames, so a typo in `frame_interval` cannot fill the disk.
@@ -173,26 +174,10 @@ fn resolvable_thickness(s: &Scene) -> Result {
     ))
 }
 
-/// Instants of the kinetic broad phases' time resolution a vertex must take, at least, to cross
-/// the first layer's thickness.
-const INSTANTS_PER_LAYER: f64 = 10.0;
-
-/// The fastest start or scripted speed whose approach ACM can resolve: a vertex must take at
-/// least [`INSTANTS_PER_LAYER`] of the kinetic broad phases' time resolution
-/// ([`kdop::INSTANT`](crate::kds::kdop::INSTANT) `(1 + t)` s at time `t`) to cross
-/// `contact.eta1`. Faster, a pair could pass a layer inside one instant unseen.
-pub(super) fn resolvable_speed(s: &Scene) -> f64 {
-    let end = s
-        .scripts
-        .iter()
-        .flat_map(|script| script.keys.iter().map(|k| k.0))
-        .fold(s.duration, f64::max);
-    s.contact.eta1 / (INSTANTS_PER_LAYER * crate::kds::kdop::INSTANT * (1.0 + end))
-}
-
-/// Every start velocity and scripted velocity within [`resolvable_speed`].
+/// Every start velocity and scripted velocity within what contact can resolve
+/// ([`SpeedLimit`](super::SpeedLimit)).
 fn resolvable_speeds(s: &Scene) -> Result {
-    let limit = resolvable_speed(s);
+    let limit = s.resolvable_speed();
     let too_fast = |v: DVec3, path: String| {
         if v.length() <= limit {
             return Ok(());

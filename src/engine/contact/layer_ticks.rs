@@ -21,6 +21,7 @@ use crate::engine::triangle_pairs::TriangleTopology;
 use crate::engine::RunError;
 use crate::events::{EventQueue, Scheduler};
 use crate::profile::zone;
+use crate::scene::SpeedLimit;
 use crate::state::VertexState;
 
 /// Layer ticks with at least this many members compute their impulses on the thread pool, and
@@ -45,8 +46,8 @@ pub(super) struct LayerTicks {
     events: LayerEvents,
     /// The open contact episodes' work (`contact.work_closure`).
     closure: WorkClosure,
-    /// A tick that speeds a vertex past this stops the run (`Scene::resolvable_speed`).
-    speed_limit: f64,
+    /// A tick that speeds a vertex past this stops the run.
+    speed_limit: SpeedLimit,
     /// Per vertex: the tick that last collected it (dedupes the kicked vertices).
     vertex_stamp: Vec<u32>,
     vertex_epoch: u32,
@@ -101,7 +102,7 @@ pub(super) struct LayerLaw {
     /// One super-event per layer rather than per pair and layer.
     pub(super) layer_super_events: bool,
     /// The fastest speed contact can resolve.
-    pub(super) speed_limit: f64,
+    pub(super) speed_limit: SpeedLimit,
 }
 
 /// One layer tick between its impulses and its end: the layer, its members, and the vertices
@@ -302,13 +303,13 @@ impl LayerTicks {
         self.closing = closing;
         if let Some(&v) = kicked
             .iter()
-            .find(|&&v| state.v[v as usize].length() > self.speed_limit)
+            .find(|&&v| state.v[v as usize].length() > self.speed_limit.at(t))
         {
             return Err(RunError::SpeedRunaway {
                 time: t,
                 vertex: pairs.describe_vertex(v),
                 speed: state.v[v as usize].length(),
-                limit: self.speed_limit,
+                limit: self.speed_limit.at(t),
             });
         }
         Ok(LayerTick {

@@ -40,6 +40,7 @@ use crate::events::{EventId, EventKind, EventQueue, Scheduler};
 use crate::kds::{BroadPhase, BroadPhaseKind, BroadPhaseStats};
 use crate::mesh::TriangleList;
 use crate::profile::zone;
+use crate::scene::SpeedLimit;
 use crate::state::VertexState;
 use audit::Audit;
 use certification::{Certifier, SLAB_MARGIN};
@@ -218,8 +219,8 @@ pub(super) struct ContactCheckpoint {
 pub(super) struct ContactSetup {
     /// The objects' slices of the global buffers, to name pairs in messages.
     pub(super) objects: Vec<ObjectRange>,
-    /// The fastest speed contact can resolve (`Scene::resolvable_speed`).
-    pub(super) speed_limit: f64,
+    /// The fastest speed contact can resolve.
+    pub(super) speed_limit: SpeedLimit,
     pub(super) schedule: LayerSchedule,
     pub(super) cor: f64,
     pub(super) mu: f64,

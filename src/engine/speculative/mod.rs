@@ -451,7 +451,7 @@ impl Speculative {
             let payload = sim.events.payload(id);
             match kind {
                 EventKind::Force => {
-                    sim.fire_force(id, t);
+                    sim.fire_force(id, t)?;
                     sim.kicked.clear();
                     self.record_force(sim, payload as usize);
                 }
