@@ -114,6 +114,20 @@ fn unknown_generator() {
 }
 
 #[test]
+fn a_layer_as_wide_as_the_scene_is_refused_before_its_pairs_are_listed() {
+    // The sheet spans 14.14 cm. At eta1 = 1e300, `particle_box` (11,265 vertices) was still
+    // listing every pair of its primitives as candidates after 30 s, before its start could
+    // be found too close.
+    for eta1 in ["15.0", "1e300"] {
+        rejects(
+            &format!("{GOOD}\n[contact]\neta1 = {eta1}\n"),
+            &[],
+            &["contact.eta1", "as wide as the whole scene", "1.414e1 cm"],
+        );
+    }
+}
+
+#[test]
 fn safety_above_one() {
     rejects(
         &format!("{GOOD}\n[integrator]\nsafety = 2.0\n"),

@@ -88,6 +88,7 @@ pub(super) fn scene(s: &Scene) -> Result {
     if c.enabled {
         c.schedule()?;
         resolvable_thickness(s)?;
+        thickness_within_scene(s)?;
         if s.integrator.method == super::Method::Acm {
             resolvable_speeds(s)?;
         }
@@ -169,6 +170,30 @@ fn resolvable_thickness(s: &Scene) -> Result {
         format!(
             "{:e} cm is too thin to resolve at coordinates up to {largest:e} cm in double \
              precision; use at least {thinnest:.3e} cm",
+            s.contact.eta1
+        ),
+    ))
+}
+
+/// `contact.eta1` narrower than the scene. As wide as the scene, every pair of primitives
+/// starts inside the first layer: the start is refused (its pairs must be `eta1` apart), and
+/// here before the broad phase lists every pair of the scene, which takes time quadratic in
+/// its size.
+fn thickness_within_scene(s: &Scene) -> Result {
+    let positions = s.objects.iter().flat_map(|o| o.mesh.positions.iter());
+    let (lo, hi) = positions.fold((DVec3::INFINITY, DVec3::NEG_INFINITY), |(lo, hi), p| {
+        (lo.min(*p), hi.max(*p))
+    });
+    let across = (hi - lo).length();
+    if across.is_nan() || across <= 0.0 || s.contact.eta1 < across {
+        return Ok(());
+    }
+    Err(SceneError::new(
+        "contact.eta1",
+        format!(
+            "{} cm is as wide as the whole scene, whose objects span {across:.3e} cm at the \
+             start: every pair of primitives would start inside the first layer. Use a \
+             thickness well below the gaps between the objects",
             s.contact.eta1
         ),
     ))
