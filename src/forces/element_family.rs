@@ -250,8 +250,8 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     /// vertices that later chunks still add to are carried, not a sum for every vertex. A
     /// vertex kicked at `t` keeps its position at `t`, so later chunks read the same positions.
     ///
-    /// Returns the largest squared speed of the vertices it kicked ([`faster`]: NaN if one is
-    /// NaN), for the caller's speed check.
+    /// Returns the largest squared speed of the vertices whose velocity it changed ([`faster`]:
+    /// NaN if one is NaN), for the caller's speed check.
     pub fn tick_bin(&mut self, b: usize, t: f64, h: f64, state: &mut VertexState) -> f64 {
         let bin = &self.bins[b];
         let kernel = &self.kernel;
@@ -320,9 +320,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
                 let mut fastest = 0.0;
                 for (j, &r) in block {
                     if !has_bit(&chunk.continuing, j) {
-                        let i = vertex(r);
-                        view.apply_impulse(i, t, sum(j));
-                        fastest = faster(view.velocity(i).length_squared(), fastest);
+                        fastest = faster(view.apply_impulse(vertex(r), t, sum(j)), fastest);
                     }
                 }
                 fastest
