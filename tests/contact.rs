@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::path::Path;
+
 use acm::check::{measure, AuditReport, Conservation};
 use acm::mesh;
 use acm::scene::{profile, Material, Scene, SceneObject};
@@ -366,22 +368,28 @@ fn runs_are_bit_identical_on_any_number_of_threads(overrides: &[String]) {
     }
 }
 
+/// Runs `acm run PROFILE --out f` in `dir` with a `--set` for each of `sets`; checks that it
+/// stops with exit 2 and a message holding every needle.
+fn run_exits_2(dir: &Path, profile: &str, sets: &[&str], needles: &[&str]) {
+    let mut args = vec!["run", profile, "--out", "f"];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let out = acm(dir, &args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
+    }
+}
+
 /// Runs `profile` with `--set` overrides into `f/`; checks that the run stops with exit 2 and a
 /// message holding every needle, and that the frames it wrote pass `acm check`. Returns the
 /// number of frames written.
 fn stops_cleanly(profile: &str, sets: &[&str], needles: &[&str]) -> usize {
     let dir = tempfile::tempdir().unwrap();
     let profile = profiles_dir().join(profile);
-    let mut args = vec!["run", profile.to_str().unwrap(), "--out", "f"];
-    for set in sets {
-        args.extend(["--set", set]);
-    }
-    let out = acm(dir.path(), &args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    for needle in needles {
-        assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
-    }
+    run_exits_2(dir.path(), profile.to_str().unwrap(), sets, needles);
     let out = acm(dir.path(), &["check", "f"]);
     assert_eq!(out.status.code(), Some(0), "the frames written are clean");
     std::fs::read_dir(dir.path().join("f"))
@@ -528,32 +536,23 @@ r1 = 1000.0
 cor = 1.0
 "#;
 
+/// A temp dir holding `walls.toml`: the walls scene with `extra` appended.
+fn walls_dir(extra: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = format!("{BOUNCING_BETWEEN_WALLS}{extra}");
+    std::fs::write(dir.path().join("walls.toml"), profile).unwrap();
+    dir
+}
+
 /// Runs the walls scene with `extra` appended, `--set` overrides and without work closure:
 /// checks exit 2 within a minute with a message holding every needle, clean frames, and an
 /// early stop.
 fn walls_stop(extra: &str, sets: &[&str], needles: &[&str]) {
-    let dir = tempfile::tempdir().unwrap();
-    let profile = format!("{BOUNCING_BETWEEN_WALLS}{extra}");
-    std::fs::write(dir.path().join("walls.toml"), profile).unwrap();
-    let mut args = vec![
-        "run",
-        "walls.toml",
-        "--out",
-        "f",
-        "--set",
-        "contact.work_closure=false",
-    ];
-    for set in sets {
-        args.extend(["--set", set]);
-    }
+    let dir = walls_dir(extra);
+    let sets = [&["contact.work_closure=false"], sets].concat();
     let start = std::time::Instant::now();
-    let out = acm(dir.path(), &args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    run_exits_2(dir.path(), "walls.toml", &sets, needles);
     assert!(start.elapsed().as_secs() < 60, "{:?}", start.elapsed());
-    for needle in needles {
-        assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
-    }
     let check = acm(dir.path(), &["check", "f"]);
     assert_eq!(check.status.code(), Some(0), "the frames written are clean");
     // It stopped early, not at the scene's end.
@@ -733,19 +732,8 @@ fn a_force_faster_than_contact_can_resolve_stops_the_run_under_both_schedulers()
     let force = "\n[[force]]\nobject = \"particle\"\nselect = { all = true }\nforce = [0.0, \
                  -1e12, 0.0]\n";
     let stops = |extra: &str, sets: &[&str], needles: &[&str]| {
-        let dir = tempfile::tempdir().unwrap();
-        let profile = format!("{BOUNCING_BETWEEN_WALLS}{extra}");
-        std::fs::write(dir.path().join("walls.toml"), profile).unwrap();
-        let mut args = vec!["run", "walls.toml", "--out", "f"];
-        for set in sets {
-            args.extend(["--set", set]);
-        }
-        let out = acm(dir.path(), &args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{stderr}");
-        for needle in needles {
-            assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
-        }
+        let dir = walls_dir(extra);
+        run_exits_2(dir.path(), "walls.toml", sets, needles);
         // It stopped at its first tick, before a frame after the start.
         assert!(!dir.path().join("f/frame_00001.obj").exists());
     };
