@@ -120,6 +120,11 @@ impl VertexState {
             .fold(0.0, faster)
     }
 
+    /// The first of `vertices` whose speed is beyond `limit` or no number ([`beyond`]).
+    pub fn first_beyond(&self, vertices: impl IntoIterator<Item = u32>, limit: f64) -> Option<u32> {
+        (vertices.into_iter()).find(|&i| beyond(self.v[i as usize].length_squared(), limit))
+    }
+
     /// Writes every vertex's position at time `s` into `out` (resized to fit).
     pub fn positions_at(&self, s: f64, out: &mut Vec<DVec3>) {
         out.clear();
@@ -263,6 +268,17 @@ mod tests {
         assert_eq!(faster(0.0, f64::INFINITY), f64::INFINITY);
         assert!(beyond(f64::NAN, 1.0) && beyond(4.01, 2.0) && !beyond(4.0, 2.0));
         assert!(!beyond(f64::MAX, f64::INFINITY));
+    }
+
+    #[test]
+    fn the_first_vertex_beyond_a_speed_limit_is_found_in_the_order_given_and_nan_counts() {
+        // Vertex i moves at sqrt(4.09 + i^2): from vertex 5 on, faster than 5.
+        let mut s = state(10);
+        assert_eq!(s.first_beyond(0..10, 5.0), Some(5));
+        assert_eq!(s.first_beyond([2, 7, 6], 5.0), Some(7));
+        assert_eq!(s.first_beyond([0, 1, 2, 4], 5.0), None);
+        s.v[1].y = f64::NAN;
+        assert_eq!(s.first_beyond([0, 1, 2], 5.0), Some(1));
     }
 
     #[test]

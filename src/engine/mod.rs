@@ -794,9 +794,9 @@ impl Simulation {
     /// the speed limit: names the first such vertex.
     fn too_fast(&self, target: ForceTarget, t: f64) -> RunError {
         let limit = self.speed_limit.at(t);
-        let vertex = (0..self.state.len())
-            .find(|&i| beyond(self.state.v[i].length_squared(), limit))
-            .unwrap_or_default();
+        let vertex = (self.state)
+            .first_beyond(0..self.state.len() as u32, limit)
+            .unwrap_or_default() as usize;
         RunError::TooFast {
             time: t,
             force: match target {

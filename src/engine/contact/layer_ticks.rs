@@ -301,10 +301,7 @@ impl LayerTicks {
             self.apply(state, &[v], &[impulse], t, &mut kicked);
         }
         self.closing = closing;
-        if let Some(&v) = kicked
-            .iter()
-            .find(|&&v| state.v[v as usize].length() > self.speed_limit.at(t))
-        {
+        if let Some(v) = state.first_beyond(kicked.iter().copied(), self.speed_limit.at(t)) {
             return Err(RunError::SpeedRunaway {
                 time: t,
                 vertex: pairs.describe_vertex(v),
