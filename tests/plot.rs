@@ -160,6 +160,33 @@ fn plot_names_the_missing_or_malformed_file() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(says), "expected {says:?} in {stderr}");
     }
+
+    // A bin's count of vertices must be a whole number: a share of 1e-306 percent once left
+    // the histogram's log axis spanning 300 decades, and the drawing never ended.
+    std::fs::write(
+        run.join("energy.csv"),
+        format!(
+            "{header}
+{good}
+"
+        ),
+    )
+    .unwrap();
+    for (count, shown) in [
+        ("0.5", "0.5"),
+        ("1e-305", "1e-305"),
+        ("-1", "-1.0"),
+        ("nan", "NaN"),
+        ("1e300", "1e300"),
+    ] {
+        let steps = format!("time,1e-4,1e-3\n0,0,10\n\n0.1,{count},10\n");
+        std::fs::write(run.join("steps.csv"), steps).unwrap();
+        let out = acm(dir.path(), &["plot", "run"]);
+        assert_eq!(out.status.code(), Some(2), "{count}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let says = format!("steps.csv:4: 1e-4 is {shown}, not a count of vertices");
+        assert!(stderr.contains(&says), "expected {says:?} in {stderr}");
+    }
 }
 
 #[test]

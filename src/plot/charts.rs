@@ -35,10 +35,15 @@ pub(super) struct Panel<'a> {
     pub(super) series: Vec<(&'a str, &'a [f64])>,
 }
 
-/// The finite range of `values`, padded by 5% (a unit-wide range around a constant).
+/// Values beyond this magnitude are left off the axes, so that a padded range's width stays
+/// finite (a quarter of the largest `f64`).
+const AXIS_LIMIT: f64 = f64::MAX / 4.0;
+
+/// The range of `values` within [`AXIS_LIMIT`], padded by 5% (a unit-wide range around a
+/// constant).
 fn padded(values: impl Iterator<Item = f64>) -> Range<f64> {
     let (lo, hi) = values
-        .filter(|v| v.is_finite())
+        .filter(|v| v.abs() <= AXIS_LIMIT)
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
             (lo.min(v), hi.max(v))
         });
@@ -186,4 +191,30 @@ pub(super) fn log_histogram(
         )
         .map_err(|e| e.to_string())?;
     root.present().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_padded_range_is_finite_and_holds_the_values_within_the_axis_limit() {
+        for values in [
+            vec![-f64::MAX, f64::MAX, 1.0],
+            vec![f64::MAX, f64::INFINITY, f64::NAN],
+            vec![-AXIS_LIMIT, AXIS_LIMIT],
+            vec![0.0, 1e-320],
+            vec![3.0],
+        ] {
+            let r = padded(values.iter().copied());
+            assert!(
+                (r.end - r.start).is_finite() && r.end > r.start,
+                "{values:?}: {r:?}"
+            );
+            for &v in values.iter().filter(|v| v.abs() <= AXIS_LIMIT) {
+                assert!(r.contains(&v), "{v} outside {r:?}");
+            }
+        }
+        assert_eq!(padded([f64::MAX].into_iter()), 0.0..1.0, "nothing to draw");
+    }
 }

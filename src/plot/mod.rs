@@ -191,6 +191,15 @@ fn step_bars(steps: &Table) -> Result<Vec<Bar>, PlotError> {
                 )))
             }
         }
+        if let Some(row) = counts.iter().position(|&n| !is_count(n)) {
+            return Err(steps.row_error(
+                row,
+                format!(
+                    "{name} is {:?}, not a count of vertices (a whole number from 0 to 2^53)",
+                    counts[row]
+                ),
+            ));
+        }
         totals.push(counts.iter().sum::<f64>());
     }
     if edges.len() < 2 {
@@ -208,4 +217,9 @@ fn step_bars(steps: &Table) -> Result<Vec<Bar>, PlotError> {
             height: 100.0 * count / all,
         })
         .collect())
+}
+
+/// Whether `n` is a whole number from 0 to 2^53 (every such count is exact in `f64`).
+fn is_count(n: f64) -> bool {
+    (0.0..=9_007_199_254_740_992.0).contains(&n) && n.fract() == 0.0
 }

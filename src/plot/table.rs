@@ -11,6 +11,8 @@ pub(super) struct Table {
     names: Vec<String>,
     /// `columns[c][r]`: column `c` of row `r`.
     columns: Vec<Vec<f64>>,
+    /// The 1-based line of each row in the file.
+    lines: Vec<usize>,
 }
 
 impl Table {
@@ -35,6 +37,7 @@ impl Table {
         };
         let names: Vec<String> = header.split(',').map(|s| s.trim().to_string()).collect();
         let mut columns = vec![Vec::new(); names.len()];
+        let mut row_lines = Vec::new();
         for (i, line) in lines {
             let fields: Vec<&str> = line.split(',').collect();
             if fields.len() != names.len() {
@@ -49,6 +52,7 @@ impl Table {
                 })?;
                 column.push(value);
             }
+            row_lines.push(i + 1);
         }
         if columns.first().is_none_or(Vec::is_empty) {
             return Err(malformed(1, "no rows after the header".into()));
@@ -57,6 +61,7 @@ impl Table {
             path: path.to_path_buf(),
             names,
             columns,
+            lines: row_lines,
         })
     }
 
@@ -74,6 +79,15 @@ impl Table {
         PlotError::Malformed {
             path: self.path.clone(),
             line: 1,
+            message,
+        }
+    }
+
+    /// An error in row `row` (0-based, after the header) of this file.
+    pub(super) fn row_error(&self, row: usize, message: String) -> PlotError {
+        PlotError::Malformed {
+            path: self.path.clone(),
+            line: self.lines[row],
             message,
         }
     }
