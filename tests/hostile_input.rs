@@ -116,17 +116,22 @@ fn bad_output_paths_fail_before_anything_is_written() {
         exits_2(
             dir.path(),
             &["run", "p.toml", "--out", "o", flag, path],
-            &["missing/"],
+            &[&format!("{flag} missing/")],
         );
         let written: Vec<_> = std::fs::read_dir(dir.path().join("o")).unwrap().collect();
         assert!(written.is_empty(), "{flag}: {written:?}");
     }
-    // An output directory that cannot be made.
+    // An output directory that cannot be made, and one that is a file.
     std::fs::write(dir.path().join("file"), "").unwrap();
     exits_2(
         dir.path(),
         &["run", "p.toml", "--out", "file/o"],
-        &["file/o"],
+        &["--out file/o"],
+    );
+    exits_2(
+        dir.path(),
+        &["run", "p.toml", "--out", "file"],
+        &["--out file: exists and is not a directory"],
     );
 }
 

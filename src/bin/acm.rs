@@ -288,17 +288,31 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         }
     });
     let (mut acm_sim, mut sync_sim, mut implicit_sim) = built?;
-    let path_error =
-        |path: &Path, e: std::io::Error| Failure::BadInput(format!("{}: {e}", path.display()));
+    let path_error = |flag: &str, path: &Path, e: std::io::Error| {
+        Failure::BadInput(format!("{flag} {}: {e}", path.display()))
+    };
     // Every output path is checked before anything is written, so a typo costs no simulated
     // time and leaves no partial output.
-    std::fs::create_dir_all(&args.out).map_err(|e| path_error(&args.out, e))?;
+    if args.out.exists() && !args.out.is_dir() {
+        return Err(Failure::BadInput(format!(
+            "--out {}: exists and is not a directory",
+            args.out.display()
+        )));
+    }
+    std::fs::create_dir_all(&args.out).map_err(|e| path_error("--out", &args.out, e))?;
     let trace = match &args.trace {
         Some(path) => Some((
             path,
-            std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| path_error(path, e))?),
+            std::io::BufWriter::new(
+                std::fs::File::create(path).map_err(|e| path_error("--trace", path, e))?,
+            ),
         )),
         None => None,
+    };
+    let stats_flag = if args.stats.is_some() {
+        "--stats"
+    } else {
+        "--out"
     };
     let stats_path = args.stats.unwrap_or_else(|| args.out.join("stats.json"));
     if let Err(e) = std::fs::File::create(&stats_path) {
@@ -306,7 +320,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             // Leave nothing behind: the trace file was created empty just above.
             let _ = std::fs::remove_file(path);
         }
-        return Err(path_error(&stats_path, e));
+        return Err(path_error(stats_flag, &stats_path, e));
     }
     let stats_error =
         |e: std::io::Error| Failure::Internal(format!("{}: {e}", stats_path.display()));
