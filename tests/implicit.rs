@@ -169,6 +169,31 @@ fn pinching_between_scripted_and_fixed_objects_stops_the_run_before_the_step() {
     );
 }
 
+/// Gravity of 1e200 cm/s^2 overflows the squares in the implicit solve, which leaves the
+/// particle's velocity not a number. The run stops at the end of that step, before the next
+/// step's collision detection reads the state (a box of NaN vertices once sent the broad
+/// phase's binning into an endless loop) and before a frame is written.
+#[test]
+fn a_step_that_leaves_a_non_finite_state_stops_the_run_at_its_end() {
+    let scene = implicit_profile(
+        "particle_floor.toml",
+        0.01,
+        &[
+            "scene.gravity=[0.0, -1e200, 0.0]",
+            "scene.frame_interval=0.04",
+        ],
+    );
+    let mut sim = ImplicitSimulation::new(&scene).unwrap();
+    let mut record = Record::new();
+    let error = sim.run_until(0.1, &mut record).unwrap_err();
+    let ImplicitError::Run(RunError::Diverged { time, .. }) = error else {
+        panic!("{error}");
+    };
+    assert_eq!(time, 0.01, "{error}");
+    assert_eq!(record.audit.frames, 1, "only the start");
+    assert!(error.to_string().contains("implicit.step"), "{error}");
+}
+
 /// The twelve squares of `sync_squares_incline` drop on the 20-degree incline (tan 20 deg =
 /// 0.364) and slide, or not, for 0.5 s. Measured mean x displacement of their vertices:
 /// -32.3 cm without friction, -15.1 cm with mu = 0.2 (sliding: the block-on-incline

@@ -160,8 +160,10 @@ impl FrameSink for NoFrames {
 pub enum RunError {
     /// The state is no longer finite: the run would write garbage, so it stops first.
     #[error(
-        "the simulation diverged at t = {time} s: vertex {vertex} is at a non-finite position. \
-         A clock is too large for the material: lower integrator.safety, or drop integrator.clock"
+        "the simulation diverged at t = {time} s: vertex {vertex} has a non-finite position or \
+         velocity. A clock or step is too large for the material, or a force too strong: lower \
+         integrator.safety, drop integrator.clock, lower sync.step or implicit.step, or weaken \
+         the force"
     )]
     Diverged {
         /// Simulated time of the check.

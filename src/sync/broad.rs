@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::primitives::{Feature, Primitives};
 
 /// Items whose box spans more cells than this along one axis go to the everything-list.
-const MAX_CELLS_PER_AXIS: i64 = 4;
+const MAX_CELLS_PER_AXIS: f64 = 4.0;
 
 /// An axis-aligned box.
 #[derive(Clone, Copy, Debug)]
@@ -114,22 +114,25 @@ fn item_pairs(boxes: &[Aabb]) -> Vec<(u32, u32)> {
     if boxes.is_empty() {
         return Vec::new();
     }
-    let mean_extent = boxes
-        .iter()
+    // The cell from the finite boxes only: a box of non-finite vertices goes to the
+    // everything-list, and must not make every other box span more cells than an `i64` counts.
+    let (sum, count) = (boxes.iter())
         .map(|b| (b.max - b.min).max_element())
-        .sum::<f64>()
-        / boxes.len() as f64;
-    let cell = (1.5 * mean_extent).max(f64::MIN_POSITIVE);
+        .filter(|e| e.is_finite())
+        .fold((0.0, 0u32), |(sum, count), e| (sum + e, count + 1));
+    let mean_extent = sum / f64::from(count.max(1));
+    let cell = (1.5 * mean_extent).clamp(f64::MIN_POSITIVE, f64::MAX);
     let coord = |x: DVec3| (x / cell).floor().as_i64vec3();
     let mut binned: Vec<(u64, u32)> = Vec::new();
     let mut big: Vec<u32> = Vec::new();
     for (i, b) in boxes.iter().enumerate() {
-        let (lo, hi) = (coord(b.min), coord(b.max));
-        let span = hi - lo;
-        if span.max_element() >= MAX_CELLS_PER_AXIS || !b.min.is_finite() || !b.max.is_finite() {
+        // Counted in `f64`: cell coordinates saturate at the ends of `i64`.
+        let span = ((b.max - b.min) / cell).max_element();
+        if !b.min.is_finite() || !b.max.is_finite() || span >= MAX_CELLS_PER_AXIS {
             big.push(i as u32);
             continue;
         }
+        let (lo, hi) = (coord(b.min), coord(b.max));
         for x in lo.x..=hi.x {
             for y in lo.y..=hi.y {
                 for z in lo.z..=hi.z {
@@ -145,7 +148,8 @@ fn item_pairs(boxes: &[Aabb]) -> Vec<(u32, u32)> {
             let mut out = Vec::new();
             for (k, &(_, a)) in run.iter().enumerate() {
                 for &(_, b) in &run[k + 1..] {
-                    if boxes[a as usize].overlaps(&boxes[b as usize]) {
+                    // An item meets itself where two of its cells share a hash.
+                    if a != b && boxes[a as usize].overlaps(&boxes[b as usize]) {
                         out.push((a.min(b), a.max(b)));
                     }
                 }
@@ -172,4 +176,38 @@ fn cell_hash(x: i64, y: i64, z: i64) -> u64 {
     h = h.rotate_left(31);
     h ^= (z as u64).wrapping_mul(0x1656_67B1_9E37_79F9);
     h ^ (h >> 29)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn aabb(min: [f64; 3], max: [f64; 3]) -> Aabb {
+        Aabb {
+            min: DVec3::from(min),
+            max: DVec3::from(max),
+        }
+    }
+
+    #[test]
+    fn boxes_of_any_size_are_paired_and_a_box_of_non_finite_vertices_meets_none() {
+        // The empty box of an item whose vertices are all NaN once made the cell the smallest
+        // `f64`, every other box a span of 2^64 cells, and the binning loop endless.
+        let empty = aabb([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+        let boxes = [
+            aabb([-1.0; 3], [1.0; 3]),
+            empty,
+            aabb([0.5; 3], [2.0; 3]),
+            aabb([-1e300; 3], [1e300; 3]),
+            aabb([5.0; 3], [6.0; 3]),
+            aabb([f64::NEG_INFINITY; 3], [0.0; 3]),
+        ];
+        let brute: Vec<(u32, u32)> = (0..boxes.len() as u32)
+            .flat_map(|a| (a + 1..boxes.len() as u32).map(move |b| (a, b)))
+            .filter(|&(a, b)| boxes[a as usize].overlaps(&boxes[b as usize]))
+            .collect();
+        assert_eq!(item_pairs(&boxes), brute);
+        assert!(!brute.iter().any(|&(a, b)| a == 1 || b == 1));
+        assert_eq!(brute.len(), 6, "{brute:?}");
+    }
 }

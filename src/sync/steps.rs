@@ -165,7 +165,8 @@ pub fn run_until<S: Stepper>(
                 stepper.run_stats().interrupted = true;
                 return Err(RunError::Interrupted { time: t }.into());
             }
-            stepper.take_step(t, t_next)
+            stepper.take_step(t, t_next)?;
+            finite(stepper.simulation(), t_next).map_err(Into::into)
         }
     });
     *stepper.progress() = progress;
@@ -185,16 +186,25 @@ pub fn write_frame(
     time: f64,
     sink: &mut dyn FrameSink,
 ) -> Result<(), RunError> {
+    finite(sim, time)?;
     let positions = &sim.state().x;
-    if let Some(vertex) = positions.iter().position(|p| !p.is_finite()) {
-        return Err(RunError::Diverged { time, vertex });
-    }
     sink.frame(&Frame {
         index,
         time,
         positions,
         simulation: sim,
     })
+}
+
+/// Checks that every position and velocity of `sim` at `time` is finite: a step that broke
+/// this stops the run before the next step's collision detection reads the state.
+fn finite(sim: &Simulation, time: f64) -> Result<(), RunError> {
+    let state = sim.state();
+    let bad = (state.x.iter().zip(&state.v)).position(|(x, v)| !(x.is_finite() && v.is_finite()));
+    match bad {
+        Some(vertex) => Err(RunError::Diverged { time, vertex }),
+        None => Ok(()),
+    }
 }
 
 /// The scripted vertices of `scripts`: each vertex's index, script and position in `x`.
