@@ -173,6 +173,17 @@ pub fn faster(a: f64, b: f64) -> f64 {
     f64::from_bits(a.to_bits().max(b.to_bits()))
 }
 
+/// The length of `v` for messages: no square overflows, so a speed of 1e200 reads as such,
+/// not as infinity; NaN if a component is NaN.
+pub fn speed(v: DVec3) -> f64 {
+    let largest = v.abs().max_element();
+    if largest > 0.0 && largest.is_finite() {
+        largest * (v / largest).length()
+    } else {
+        v.length()
+    }
+}
+
 /// Whether a squared speed is beyond the speed `limit`, or no number.
 #[inline]
 pub fn beyond(squared: f64, limit: f64) -> bool {
@@ -268,6 +279,15 @@ mod tests {
         assert_eq!(faster(0.0, f64::INFINITY), f64::INFINITY);
         assert!(beyond(f64::NAN, 1.0) && beyond(4.01, 2.0) && !beyond(4.0, 2.0));
         assert!(!beyond(f64::MAX, f64::INFINITY));
+    }
+
+    #[test]
+    fn a_speed_is_read_without_overflow() {
+        assert_eq!(speed(DVec3::new(3.0, -4.0, 0.0)), 5.0);
+        assert!((speed(DVec3::new(0.0, 3e200, -4e200)) / 5e200 - 1.0).abs() < 1e-15);
+        assert_eq!(speed(DVec3::ZERO), 0.0);
+        assert_eq!(speed(DVec3::new(1.0, f64::INFINITY, 0.0)), f64::INFINITY);
+        assert!(speed(DVec3::new(f64::NAN, 1e300, 0.0)).is_nan());
     }
 
     #[test]

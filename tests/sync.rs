@@ -58,6 +58,35 @@ fn rigid_impact_zones_leave_no_intersection_at_step_ends_on_the_ribbon() {
     assert_eq!(audit.0.intersecting_pairs, 0, "{:?}", audit.0.first_bad);
 }
 
+/// Gravity of 1e200 cm/s^2 moves the particle 4e192 cm in its first step, where the cubics of
+/// continuous collision detection overflow: it once fell through the floor unseen with exit 0.
+/// The run now stops at the end of that step, before a later one, and writes no frame after the
+/// start.
+#[test]
+fn a_step_beyond_the_range_collision_detection_resolves_stops_the_run() {
+    let overrides = [
+        "integrator=sync",
+        "scene.gravity=[0.0, -1e200, 0.0]",
+        "sync.step=2e-4",
+    ]
+    .map(String::from);
+    let scene = profile::load(&profiles_dir().join("particle_floor.toml"), &overrides).unwrap();
+    let mut sim = SyncSimulation::new(&scene).unwrap();
+    let mut audit = Audit(AuditReport::new());
+    let error = sim.run_until(0.1, &mut audit).unwrap_err();
+    let acm::sync::SyncError::Run(RunError::OutOfRange { time, vertex }) = error else {
+        panic!("{error}");
+    };
+    assert_eq!((time, vertex), (2e-4, 4), "{error}");
+    assert_eq!(audit.0.frames, 1, "only the start");
+    let state = sim.simulation().state();
+    let (x, v) = (state.x[4], state.v[4]);
+    assert!(
+        x.abs().max_element().max(2e-4 * v.abs().max_element()) > 1e100,
+        "the particle is beyond the range, or moves beyond it in its next step: {x} {v}"
+    );
+}
+
 /// Records the total momentum of the free vertices at every frame.
 struct Momentum(Vec<DVec3>, f64);
 

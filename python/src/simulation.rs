@@ -298,7 +298,7 @@ impl Simulation {
                     "v: the velocity of vertex {vertex} is not finite"
                 )));
             }
-            let (speed, limit) = (velocity(j).length(), self.sim.speed_limit());
+            let (speed, limit) = (acm::state::speed(velocity(j)), self.sim.speed_limit());
             if speed > limit {
                 return Err(InputError::new_err(format!(
                     "v: the speed of vertex {vertex}, {speed:.3e} cm/s, is beyond the \

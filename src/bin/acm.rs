@@ -458,6 +458,7 @@ fn run_failure(e: RunError, name: &str, out: &Path) -> Failure {
         )),
         RunError::Output(e) => Failure::BadInput(format!("{}: {e}", out.display())),
         e @ (RunError::Diverged { .. }
+        | RunError::OutOfRange { .. }
         | RunError::NoProgress { .. }
         | RunError::TimeResolution { .. }
         | RunError::SpeedRunaway { .. }

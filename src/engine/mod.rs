@@ -29,7 +29,7 @@ use crate::forces::{HingeFamily, SpringFamily};
 use crate::mesh::TriangleList;
 use crate::profile::zone;
 use crate::scene::{Scene, SceneError, SpeedLimit};
-use crate::state::{beyond, VertexKind, VertexState};
+use crate::state::{beyond, speed, VertexKind, VertexState};
 
 pub use contact::ContactStats;
 pub use stats::{ClockRange, Clocks, EventCounts, ModelSize, Stats};
@@ -169,6 +169,19 @@ pub enum RunError {
         /// Simulated time of the check.
         time: f64,
         /// First bad vertex (global index).
+        vertex: usize,
+    },
+    /// A synchronous or implicit step left a vertex beyond [`crate::sync::steps::COORDINATE_LIMIT`]
+    /// (its position, or its motion over a step, in some coordinate), where the cubics of
+    /// continuous collision detection overflow: the next step could miss a collision.
+    #[error(
+        "the simulation left the range its collision detection can resolve at t = {time} s: \
+         vertex {vertex} is at or moves by more than 1e100 cm in a step. Weaken the force"
+    )]
+    OutOfRange {
+        /// Simulated time of the check.
+        time: f64,
+        /// First such vertex (global index).
         vertex: usize,
     },
     /// A penalty layer's clock is too small to advance the current time in f64: the run cannot
@@ -809,7 +822,7 @@ impl Simulation {
                 ForceTarget::Drag => "drag",
             },
             vertex: describe_vertices(&self.objects, &[vertex as u32]),
-            speed: self.state.v[vertex].length(),
+            speed: speed(self.state.v[vertex]),
             limit,
         }
     }

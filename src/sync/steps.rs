@@ -166,7 +166,7 @@ pub fn run_until<S: Stepper>(
                 return Err(RunError::Interrupted { time: t }.into());
             }
             stepper.take_step(t, t_next)?;
-            finite(stepper.simulation(), t_next).map_err(Into::into)
+            resolvable(stepper.simulation(), t_next, t_next - t).map_err(Into::into)
         }
     });
     *stepper.progress() = progress;
@@ -186,8 +186,10 @@ pub fn write_frame(
     time: f64,
     sink: &mut dyn FrameSink,
 ) -> Result<(), RunError> {
-    finite(sim, time)?;
     let positions = &sim.state().x;
+    if let Some(vertex) = positions.iter().position(|p| !p.is_finite()) {
+        return Err(RunError::Diverged { time, vertex });
+    }
     sink.frame(&Frame {
         index,
         time,
@@ -196,13 +198,23 @@ pub fn write_frame(
     })
 }
 
-/// Checks that every position and velocity of `sim` at `time` is finite: a step that broke
-/// this stops the run before the next step's collision detection reads the state.
-fn finite(sim: &Simulation, time: f64) -> Result<(), RunError> {
+/// The largest coordinate, and motion over a step in a coordinate, that continuous collision
+/// detection resolves (cm): its cubics multiply three coordinate differences, which stay
+/// below `f64::MAX` with a wide margin up to here.
+pub const COORDINATE_LIMIT: f64 = 1e100;
+
+/// Checks that every position and velocity of `sim` at `time` is finite, and that every
+/// position and its motion over a step of length `h` is within [`COORDINATE_LIMIT`]: a step
+/// that broke this stops the run before the next step's collision detection reads the state.
+fn resolvable(sim: &Simulation, time: f64, h: f64) -> Result<(), RunError> {
     let state = sim.state();
-    let bad = (state.x.iter().zip(&state.v)).position(|(x, v)| !(x.is_finite() && v.is_finite()));
-    match bad {
-        Some(vertex) => Err(RunError::Diverged { time, vertex }),
+    let pairs = || state.x.iter().zip(&state.v);
+    if let Some(vertex) = pairs().position(|(x, v)| !(x.is_finite() && v.is_finite())) {
+        return Err(RunError::Diverged { time, vertex });
+    }
+    let far = |x: &DVec3, v: &DVec3| x.abs().max_element().max(h * v.abs().max_element());
+    match pairs().position(|(x, v)| far(x, v) > COORDINATE_LIMIT) {
+        Some(vertex) => Err(RunError::OutOfRange { time, vertex }),
         None => Ok(()),
     }
 }

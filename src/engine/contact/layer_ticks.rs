@@ -22,7 +22,7 @@ use crate::engine::RunError;
 use crate::events::{EventQueue, Scheduler};
 use crate::profile::zone;
 use crate::scene::SpeedLimit;
-use crate::state::VertexState;
+use crate::state::{speed, VertexState};
 
 /// Layer ticks with at least this many members compute their impulses on the thread pool, and
 /// apply them there unless the work closure needs them applied one by one.
@@ -305,7 +305,7 @@ impl LayerTicks {
             return Err(RunError::SpeedRunaway {
                 time: t,
                 vertex: pairs.describe_vertex(v),
-                speed: state.v[v as usize].length(),
+                speed: speed(state.v[v as usize]),
                 limit: self.speed_limit.at(t),
             });
         }
