@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::primitives::{Feature, Primitives};
 
 /// Items whose box spans more cells than this along one axis go to the everything-list.
-const MAX_CELLS_PER_AXIS: f64 = 4.0;
+const MAX_CELLS_PER_AXIS: i64 = 4;
 
 /// An axis-aligned box.
 #[derive(Clone, Copy, Debug)]
@@ -126,13 +126,15 @@ fn item_pairs(boxes: &[Aabb]) -> Vec<(u32, u32)> {
     let mut binned: Vec<(u64, u32)> = Vec::new();
     let mut big: Vec<u32> = Vec::new();
     for (i, b) in boxes.iter().enumerate() {
-        // Counted in `f64`: cell coordinates saturate at the ends of `i64`.
-        let span = ((b.max - b.min) / cell).max_element();
+        let (lo, hi) = (coord(b.min), coord(b.max));
+        // Saturating: cell coordinates saturate at the ends of `i64`, where a difference wraps.
+        let span = (hi.x.saturating_sub(lo.x))
+            .max(hi.y.saturating_sub(lo.y))
+            .max(hi.z.saturating_sub(lo.z));
         if !b.min.is_finite() || !b.max.is_finite() || span >= MAX_CELLS_PER_AXIS {
             big.push(i as u32);
             continue;
         }
-        let (lo, hi) = (coord(b.min), coord(b.max));
         for x in lo.x..=hi.x {
             for y in lo.y..=hi.y {
                 for z in lo.z..=hi.z {
