@@ -279,7 +279,7 @@ impl Speculative {
         let mut from = start;
         loop {
             let to = stop.time().map_or((end, last), |t| (t, false));
-            processed = self.run(sim, to, stop != Stop::End, (next, processed), sink)?;
+            processed = self.run(sim, to, stop != Stop::End, (&mut next, processed), sink)?;
             probes += u64::from(stop != Stop::End);
             let kicks = self.history.take_kicks();
             if to.0 > from {
@@ -405,16 +405,16 @@ impl Speculative {
 
     /// Processes the window's events (before `end`, or up to it if `last`) from where the last
     /// run or rollback left it, switching on the pending layers from `pending[next]` at their
-    /// times, saving the marks it passes, and records the paths. A `partway` run stops at `end`
-    /// for a check of the window so far (a layer due at `end` is left to the run that goes
-    /// on); otherwise `end` is the window's. Returns the window's last event (`processed` if it
-    /// processes none).
+    /// times (`next` is left at the first one it did not reach), saving the marks it passes,
+    /// and records the paths. A `partway` run stops at `end` for a check of the window so far
+    /// (a layer due at `end` is left to the run that goes on); otherwise `end` is the window's.
+    /// Returns the window's last event (`processed` if it processes none).
     fn run(
         &mut self,
         sim: &mut Simulation,
         (end, last): (f64, bool),
         partway: bool,
-        (mut next, mut processed): (usize, Option<Processed>),
+        (next, mut processed): (&mut usize, Option<Processed>),
         sink: &mut dyn FrameSink,
     ) -> Result<Option<Processed>, RunError> {
         loop {
@@ -425,7 +425,7 @@ impl Speculative {
             let horizon = due.map_or(if partway { end } else { f64::INFINITY }, |(_, t)| t);
             let switch_on = self
                 .pending
-                .get(next)
+                .get(*next)
                 .map_or(f64::INFINITY, |p| p.switch_on);
             if self
                 .rewinds
@@ -437,7 +437,7 @@ impl Speculative {
             }
             if switch_on < horizon {
                 // Its first tick may come before the event peeked: peek again.
-                self.switch_on_next(sim, &mut next)?;
+                self.switch_on_next(sim, next)?;
                 continue;
             }
             let Some((id, t)) = due else {
@@ -551,10 +551,21 @@ impl Speculative {
         self.pending.dedup();
     }
 
-    /// Switches on the next pending layer (`pending[next]`).
+    /// Switches on the next pending layer (`pending[next]`), which must not be due before the
+    /// run's time: its pair's positions then are gone.
     fn switch_on_next(&mut self, sim: &mut Simulation, next: &mut usize) -> Result<(), RunError> {
         let contact = sim.contact.as_mut().expect("contact is on");
         let p = self.pending[*next];
+        if p.switch_on < sim.time {
+            return Err(RunError::Internal {
+                time: sim.time,
+                event: 0,
+                message: format!(
+                    "layer {} of pair {:?} was due at t = {} s, before the run's time",
+                    p.layer, p.key, p.switch_on
+                ),
+            });
+        }
         let sched = &mut Scheduler {
             table: &mut sim.events,
             queue: &mut sim.queue,
