@@ -679,6 +679,24 @@ impl Simulation {
         Ok(())
     }
 
+    /// Moves the run's clock to event `id`'s time `t`, counting it: an event due before the
+    /// run's time is a bug (whatever it would do reads positions the state has left behind).
+    fn advance_to(&mut self, id: EventId, t: f64) -> Result<(), RunError> {
+        if t < self.time {
+            return Err(RunError::Internal {
+                time: self.time,
+                event: id.0,
+                message: format!(
+                    "a {:?} event due at t = {t} s, before the run's time",
+                    self.events.kind(id)
+                ),
+            });
+        }
+        self.processed += 1;
+        self.time = t;
+        Ok(())
+    }
+
     /// Processes the next event if it is due by `until`.
     fn process_next(
         &mut self,
@@ -700,8 +718,7 @@ impl Simulation {
                 let _pop = zone!("pop");
                 self.queue.pop();
             }
-            self.processed += 1;
-            self.time = t;
+            self.advance_to(id, t)?;
             self.stats.simulated_seconds = t;
             let kind = self.events.kind(id);
             let payload = self.events.payload(id);
@@ -1055,6 +1072,26 @@ mod tests {
                 contact.broad_phase().triangles()
             ));
         }
+    }
+
+    #[test]
+    fn an_event_due_before_the_runs_time_stops_the_run() {
+        let mut sim = particle_over_floor();
+        let now = sim.time();
+        let (id, _) = sim.queue.peek().expect("events are queued");
+        sim.queue.update(id, 0.5 * now);
+        match sim.run_until(2.0 * now, &mut NoFrames) {
+            Err(RunError::Internal {
+                time,
+                event,
+                message,
+            }) => {
+                assert_eq!((time, event), (now, id.0));
+                assert!(message.contains("before the run's time"), "{message}");
+            }
+            other => panic!("the run went on: {other:?}"),
+        }
+        assert_eq!(sim.time(), now, "the clock went back");
     }
 
     /// A particle 0.5 cm above a fixed floor, no gravity, drifting sideways.

@@ -444,8 +444,7 @@ impl Speculative {
                 break;
             };
             sim.queue.pop();
-            sim.processed += 1;
-            sim.time = t;
+            sim.advance_to(id, t)?;
             sim.stats.simulated_seconds = t;
             let kind = sim.events.kind(id);
             let payload = sim.events.payload(id);
