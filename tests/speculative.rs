@@ -320,6 +320,13 @@ impl FrameSink for Motion {
     }
 }
 
+/// The `bunny_compactor` profile, ready to run under `scheduler`.
+fn compactor(scheduler: &str) -> Simulation {
+    let sets = vec![format!("contact.scheduler={scheduler}")];
+    let scene = profile::load(&profiles_dir().join("bunny_compactor.toml"), &sets).unwrap();
+    Simulation::new(&scene).unwrap()
+}
+
 #[test]
 fn the_crushed_compactor_runs_on_clean_with_bounded_energy_in_both_schedulers() {
     // From t = 1.04 s the walls squeeze some of the bunny's triangles to a fraction of their rest
@@ -329,9 +336,7 @@ fn the_crushed_compactor_runs_on_clean_with_bounded_energy_in_both_schedulers() 
     // write the same clean frames past that point, and the bunny never moves faster than after
     // its fall onto the floor (the walls close at 2 cm/s).
     let run = |scheduler: &str| {
-        let sets = vec![format!("contact.scheduler={scheduler}")];
-        let scene = profile::load(&profiles_dir().join("bunny_compactor.toml"), &sets).unwrap();
-        let mut sim = Simulation::new(&scene).unwrap();
+        let mut sim = compactor(scheduler);
         let mut frames = Motion(Vec::new(), Vec::new(), Audited(AuditReport::default()));
         sim.run_until(1.1, &mut frames).expect("the run goes on");
         let audit = &frames.2 .0;
@@ -364,9 +369,7 @@ fn a_run_a_glance_finds_clean_goes_on_from_its_own_pending_layers() {
     // a layer that acts under both (the layers switched on again read 0.0011 cm against the
     // KDS's 0.032 cm).
     let run = |scheduler: &str| {
-        let sets = vec![format!("contact.scheduler={scheduler}")];
-        let scene = profile::load(&profiles_dir().join("bunny_compactor.toml"), &sets).unwrap();
-        let mut sim = Simulation::new(&scene).unwrap();
+        let mut sim = compactor(scheduler);
         let mut frames = Audited(AuditReport::default());
         sim.run_until(0.1, &mut frames).expect("the run goes on");
         assert_eq!(frames.0.intersecting_pairs, 0, "{:?}", frames.0.first_bad);
