@@ -679,8 +679,9 @@ impl Simulation {
         Ok(())
     }
 
-    /// Moves the run's clock to event `id`'s time `t`, counting it: an event due before the
-    /// run's time is a bug (whatever it would do reads positions the state has left behind).
+    /// Moves the run's clock (and the simulated time its stats report) to event `id`'s time
+    /// `t`, counting it: an event due before the run's time is a bug (whatever it would do
+    /// reads positions the state has left behind).
     fn advance_to(&mut self, id: EventId, t: f64) -> Result<(), RunError> {
         if t < self.time {
             return Err(RunError::Internal {
@@ -694,6 +695,7 @@ impl Simulation {
         }
         self.processed += 1;
         self.time = t;
+        self.stats.simulated_seconds = t;
         Ok(())
     }
 
@@ -719,7 +721,6 @@ impl Simulation {
                 self.queue.pop();
             }
             self.advance_to(id, t)?;
-            self.stats.simulated_seconds = t;
             let kind = self.events.kind(id);
             let payload = self.events.payload(id);
             match kind {

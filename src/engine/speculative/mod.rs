@@ -445,7 +445,6 @@ impl Speculative {
             };
             sim.queue.pop();
             sim.advance_to(id, t)?;
-            sim.stats.simulated_seconds = t;
             let kind = sim.events.kind(id);
             let payload = sim.events.payload(id);
             match kind {
