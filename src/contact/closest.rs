@@ -9,9 +9,15 @@
 use glam::DVec3;
 
 /// Below this value of `sin^2` of the angle between two edges, a triangle is treated as
-/// degenerate (collinear or zero-area) and its closest point is taken on its edges; two segments
-/// are treated as (nearly) parallel and the boundary candidates are examined too.
+/// degenerate (collinear or zero-area) and its closest point is taken on its edges.
 const SIN2_DEGENERATE: f64 = 1e-20;
+
+/// Above this value of `sin^2` of the angle between two segments, the unconstrained minimiser of
+/// their distance is accurate (its error grows as `eps / sin^2`: here at most about `1e-10` of
+/// the segments' length); below it the segments are nearly parallel, and the minimiser is only a
+/// starting guess, refined by exact one-variable minimisations and compared with the boundary
+/// candidates.
+const SIN2_WELL_CONDITIONED: f64 = 1e-6;
 
 /// Closest points between point `p` and triangle `(a, b, c)`: barycentric weights `w`
 /// (`w` sum to 1, each `>= 0`) of the closest point `q = w0 a + w1 b + w2 c`, and the distance
@@ -108,15 +114,20 @@ pub fn vertex_triangle(p: DVec3, a: DVec3, b: DVec3, c: DVec3) -> VtClosest {
 /// Closest points between segments `(p0, p1)` and `(q0, q1)`.
 ///
 /// With `d1 = p1 - p0`, `d2 = q1 - q0`, `r = p0 - q0`, the squared distance
-/// `|r + s d1 - t d2|^2` is minimised. If the segments are not (nearly) parallel
-/// (`|d1 x d2|^2 > 1e-20 |d1|^2 |d2|^2`), the unconstrained minimiser
+/// `|r + s d1 - t d2|^2`, a convex quadratic, is minimised over `[0, 1]^2`. If the segments are
+/// far from parallel (`|d1 x d2|^2 > 1e-6 |d1|^2 |d2|^2`), the unconstrained minimiser
 /// `s = (b f - c e) / D`, `t = (a f - b c) / D` (`a = d1.d1`, `b = d1.d2`, `c = d1.r`,
-/// `e = d2.d2`, `f = d2.r`, `D = |d1 x d2|^2 = a e - b^2`) is the unique global minimiser when it
-/// lies in `[0, 1]^2`. Otherwise the minimum is on the boundary of the parameter square and is
-/// the nearest of four point-segment candidates: `p0` and `p1` against `(q0, q1)`, then `q0` and
-/// `q1` against `(p0, p1)` (in that order; the first wins ties, so parallel overlapping segments
-/// get the candidate at `s = 0` when it is among the minimisers). Zero-length segments fall out
-/// of the same code (their parameter is 0).
+/// `e = d2.d2`, `f = d2.r`, `D = |d1 x d2|^2 = a e - b^2`) is accurate and is the answer when it
+/// lies in `[0, 1]^2`. Otherwise the minimum is on the boundary of the parameter square, the
+/// nearest of four point-segment candidates: `p0` and `p1` against `(q0, q1)`, then `q0` and `q1`
+/// against `(p0, p1)` (in that order; the first wins ties, so parallel overlapping segments get
+/// the candidate at `s = 0` when it is among the minimisers). For nearly parallel segments
+/// (`0 < D <= 1e-6 a e`) the formula's `s` can be wrong by the whole segment (its numerators
+/// cancel), so it is only a guess: clamped, then `t` and `s` each minimised exactly given the
+/// other, and the result competes with the four candidates. The distance is always that of the
+/// two points returned, so it is never below the true distance (up to round-off), and the guess
+/// keeps it within `eps^2 |r|^2 / sin^2` of it in squared distance where the minimiser is
+/// interior. Zero-length segments fall out of the same code (their parameter is 0).
 #[inline]
 pub fn edge_edge(p0: DVec3, p1: DVec3, q0: DVec3, q1: DVec3) -> EeClosest {
     let d1 = p1 - p0;
@@ -125,23 +136,23 @@ pub fn edge_edge(p0: DVec3, p1: DVec3, q0: DVec3, q1: DVec3) -> EeClosest {
     let a = d1.length_squared();
     let e = d2.length_squared();
     let denom = d1.cross(d2).length_squared();
-    let mut interior = None;
+    let mut guess = None;
     if denom > 0.0 {
         let b = d1.dot(d2);
         let c = d1.dot(r);
         let f = d2.dot(r);
         let s = (b * f - c * e) / denom;
         let t = (a * f - b * c) / denom;
-        if (0.0..=1.0).contains(&s) && (0.0..=1.0).contains(&t) {
-            let d2_int = (r + s * d1 - t * d2).length_squared();
-            if denom > SIN2_DEGENERATE * a * e {
+        if denom > SIN2_WELL_CONDITIONED * a * e {
+            if (0.0..=1.0).contains(&s) && (0.0..=1.0).contains(&t) {
                 return EeClosest {
                     s,
                     t,
-                    distance: d2_int.sqrt(),
+                    distance: (r + s * d1 - t * d2).length(),
                 };
             }
-            interior = Some((s, t, d2_int));
+        } else {
+            guess = Some(refine_nearly_parallel(s, p0, p1, q0, q1));
         }
     }
     let (t0, dd0) = point_segment(p0, q0, q1);
@@ -158,7 +169,7 @@ pub fn edge_edge(p0: DVec3, p1: DVec3, q0: DVec3, q1: DVec3) -> EeClosest {
     if dd3 < best.2 {
         best = (s1, 1.0, dd3);
     }
-    if let Some(cand) = interior {
+    if let Some(cand) = guess {
         if cand.2 < best.2 {
             best = cand;
         }
@@ -168,6 +179,18 @@ pub fn edge_edge(p0: DVec3, p1: DVec3, q0: DVec3, q1: DVec3) -> EeClosest {
         t: best.1,
         distance: best.2.sqrt(),
     }
+}
+
+/// For nearly parallel segments: from a guess `s` of the parameter on `(p0, p1)` (clamped to
+/// `[0, 1]`, NaN to 0), the parameter `t` on `(q0, q1)` nearest to it, then the `s` nearest to
+/// that; returns `(s, t, squared distance)`. Each step minimises exactly over one variable, so
+/// the distance never grows, and it is well conditioned however parallel the segments are.
+fn refine_nearly_parallel(s: f64, p0: DVec3, p1: DVec3, q0: DVec3, q1: DVec3) -> (f64, f64, f64) {
+    let s = if s > 0.0 { s.min(1.0) } else { 0.0 };
+    let (t, _) = point_segment(p0 + s * (p1 - p0), q0, q1);
+    let on_q = q0 + t * (q1 - q0);
+    let (s, dd) = point_segment(on_q, p0, p1);
+    (s, t, dd)
 }
 
 /// Closest points between triangles `A` and `B`: barycentric weights of the closest point on
@@ -390,6 +413,42 @@ mod tests {
         }
 
         #[test]
+        fn ee_nearly_parallel(
+            p0 in pt(), dir in pt(), off in pt(), s0 in -2.0f64..2.0, s1 in -2.0f64..2.0,
+            tilt in pt(), log_tilt in -12.0f64..-6.0
+        ) {
+            // Parallel segments, each end tilted by 1e-12 to 1e-6 across: the minimiser of the
+            // distance is ill-conditioned along the segments.
+            let (p0, dir, off) = (v3(p0), v3(dir), v3(off));
+            let tilt = v3(tilt) * 10f64.powf(log_tilt);
+            let p1 = p0 + dir;
+            let q0 = p0 + off + s0 * dir - tilt;
+            let q1 = p0 + off + s1 * dir + tilt;
+            let r = check_ee(p0, p1, q0, q1);
+            prop_assert!(r.distance <= brute_ee(p0, p1, q0, q1, 2000) + 1e-12, "{r:?}");
+            let sw = check_ee(q0, q1, p0, p1);
+            prop_assert!(sw.distance <= brute_ee(q0, q1, p0, p1, 2000) + 1e-12, "{sw:?}");
+        }
+
+        #[test]
+        fn ee_edges_of_stacked_grid_sheets(
+            i in -10i32..10, k in -2i32..=2, y in -0.01f64..0.01, gap in 0.001f64..1.0,
+            z in -5.0f64..5.0, e0 in -1e-9f64..1e-9, e1 in -1e-9f64..1e-9
+        ) {
+            // Edges along x of two sheets of 0.5 cm cells stacked in y, k cells apart along x,
+            // their ends perturbed by round-off in z: exactly the coordinates at which the
+            // formula's numerators cancel.
+            let h = 0.5;
+            let x = |j: i32| f64::from(j) * h;
+            let p0 = DVec3::new(x(i), y, z + e0);
+            let p1 = DVec3::new(x(i + 1), y, z + e1);
+            let q0 = DVec3::new(x(i + k), y + gap, z + e1);
+            let q1 = DVec3::new(x(i + k + 1), y + gap, z + e0);
+            let r = check_ee(p0, p1, q0, q1);
+            prop_assert!(r.distance <= brute_ee(p0, p1, q0, q1, 2000) + 1e-12, "{r:?}");
+        }
+
+        #[test]
         fn tt_is_the_nearest_points_of_two_separate_triangles(
             a0 in pt(), a1 in pt(), a2 in pt(), b0 in pt(), b1 in pt(), b2 in pt(), gap in 0.0f64..3.0
         ) {
@@ -453,6 +512,20 @@ mod tests {
         let r = vertex_triangle(DVec3::new(1.0, 1.0, 0.0), a, b, c);
         assert!((r.weights[1] - 0.5).abs() < 1e-15 && (r.weights[2] - 0.5).abs() < 1e-15);
         assert!((r.distance - 0.5f64.sqrt()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn ee_end_to_end_nearly_parallel_edges_meet_at_their_shared_end() {
+        // Two edges of stacked sheets, end to end along x and 0.069 apart in y, each tilted by
+        // 1e-10 in z: the formula's minimiser cancels to (0, 0), 0.505 apart; the edges come
+        // closest at p1 and q0.
+        let p0 = DVec3::new(-2.0, -0.00016484749111436437, -4.499999999978977);
+        let p1 = DVec3::new(-1.5, -0.00010873602696101081, -4.500000000091523);
+        let q0 = DVec3::new(-1.5, 0.06874779149489212, -4.500000000091523);
+        let q1 = DVec3::new(-1.0, 0.06880390295904545, -4.499999999978977);
+        let r = check_ee(p0, p1, q0, q1);
+        assert_eq!((r.s, r.t), (1.0, 0.0));
+        assert_eq!(r.distance, (q0 - p1).length());
     }
 
     #[test]
