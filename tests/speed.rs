@@ -466,3 +466,40 @@ fn clock_bins_tick_the_compactor_blob_less_often_and_gravity_at_the_median_step(
     let sim = run_audited(&scene, SpeedSettings::ALL, 0.01);
     assert!(sim.stats().events.bending > sim.stats().events.gravity);
 }
+
+#[test]
+fn every_shipped_profile_runs_under_every_preset() {
+    // Long enough for every force to tick a few times at its clock; the frames at the start
+    // and the end are audited exactly.
+    const RUN: f64 = 5e-4;
+    let mut profiles: Vec<_> = std::fs::read_dir(common::profiles_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    profiles.sort();
+    assert!(profiles.len() > 20, "{profiles:?}");
+    for path in profiles {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        // The same generator as drape_10k at 10 and 100 times the size.
+        if name == "drape_100k" || name == "drape_1m" {
+            continue;
+        }
+        // The profile's own settings, then each preset.
+        for preset in ["(the profile's)", "none", "all"] {
+            let mut sets = vec!["scene.frame_interval=0.0005".to_string()];
+            if !preset.starts_with('(') {
+                sets.push(format!("speed.preset={preset}"));
+            }
+            let scene = profile::load(&path, &sets).unwrap();
+            let mut sim = Simulation::new(&scene)
+                .unwrap_or_else(|e| panic!("{name} under preset {preset}: {e}"));
+            let mut audited = Audited(AuditReport::default());
+            sim.run_until(RUN, &mut audited)
+                .unwrap_or_else(|e| panic!("{name} under preset {preset}: {e}"));
+            assert!(sim.time() >= RUN, "{name} under preset {preset}");
+            assert_eq!(audited.0.frames, 2, "{name} under preset {preset}");
+            assert_eq!(audited.0.intersecting_pairs, 0, "{name} under {preset}");
+        }
+    }
+}

@@ -238,12 +238,18 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
             push_force(ForceTarget::Hinges(b as u8), bin.clock);
         }
     } else {
-        // Unbinned, so the families keep the elements' order.
+        // Unbinned, so the families keep the elements' order. An element with an infinite
+        // clock (a degenerate hinge) exerts no force and has no event: its first tick would
+        // be at `0 * inf`, no time at all.
         for (e, &h) in spring_clocks.iter().enumerate() {
-            push_force(ForceTarget::Spring(e as u32), h);
+            if h.is_finite() {
+                push_force(ForceTarget::Spring(e as u32), h);
+            }
         }
         for (e, &h) in hinge_clocks.iter().enumerate() {
-            push_force(ForceTarget::Hinge(e as u32), h);
+            if h.is_finite() {
+                push_force(ForceTarget::Hinge(e as u32), h);
+            }
         }
     }
     drop((spring_clocks, hinge_clocks));

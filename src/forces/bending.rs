@@ -392,6 +392,11 @@ pub fn tick_impulse(
 /// This bound is sharp for small deviations from rest; choose `safety < 1` for large folds (where
 /// the curvature term adds stiffness). Returns `f64::INFINITY` when nothing can move or
 /// `kb == c == 0` (and for a degenerate hinge, whose force is zero).
+///
+/// When `G = 0` although a vertex can move, the free vertices are edge vertices whose gradients
+/// cancel at this shape (a flat hinge whose wings project symmetrically on the edge, as in a
+/// regular grid): the hinge moves them as soon as it bends, so its clock comes from a bound on
+/// their gradients that holds at every shape, [`edge_gradient_bound`], instead of being infinite.
 #[inline]
 pub fn stable_step(
     x: [DVec3; 4],
@@ -402,8 +407,30 @@ pub fn stable_step(
     safety: f64,
 ) -> f64 {
     let g = angle_and_gradient(x).1;
-    let big_g: f64 = (0..4).map(|i| g[i].length_squared() * inv_masses[i]).sum();
+    let mut big_g: f64 = (0..4).map(|i| g[i].length_squared() * inv_masses[i]).sum();
+    if big_g == 0.0 {
+        let edge = edge_gradient_bound(x, g).powi(2);
+        big_g = (inv_masses[0] + inv_masses[1]) * edge;
+    }
     super::spring::damped_stable_step(2.0 * kb * weight * big_g, 0.5 * c * weight * big_g, safety)
+}
+
+/// A bound on the angle gradient of either edge vertex of the hinge at `x`, whose angle gradient
+/// is `g`: each edge vertex's gradient is a combination of the wings' gradients `g[2]`, `g[3]`
+/// with the coefficients `alpha` or `1 - alpha` of the wings' projections
+/// `alpha = (x_w - x0).e / |e|^2` on the edge (the four sum to zero), so its length is at most
+/// `sum over the wings of max(|alpha|, |1 - alpha|) |g_w|`. Zero for a degenerate hinge.
+fn edge_gradient_bound(x: [DVec3; 4], g: [DVec3; 4]) -> f64 {
+    let e = x[1] - x[0];
+    let e2 = e.length_squared();
+    if e2 == 0.0 {
+        return 0.0;
+    }
+    let coefficient = |w: DVec3| {
+        let alpha = (w - x[0]).dot(e) / e2;
+        alpha.abs().max((1.0 - alpha).abs())
+    };
+    coefficient(x[2]) * g[2].length() + coefficient(x[3]) * g[3].length()
 }
 
 #[cfg(test)]
@@ -898,6 +925,41 @@ mod tests {
                 assert!(unsoftened > 1e3, "wing at {r}, unsoftened: {unsoftened}");
             }
         }
+    }
+
+    #[test]
+    fn the_edge_gradient_bound_holds_for_random_hinges() {
+        let mut rng = Rng(17);
+        for _ in 0..1000 {
+            let (x, _, _) = random_hinge(&mut rng);
+            let g = angle_gradient(x[0], x[1], x[2], x[3]);
+            let bound = edge_gradient_bound(x, g);
+            for gi in &g[..2] {
+                assert!(gi.length() <= bound * (1.0 + 1e-12), "{x:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_flat_hinge_that_moves_only_an_edge_vertex_has_a_finite_clock() {
+        // Both wings over the edge's end x1, as at a grid's pinned border: the flat hinge's
+        // gradient at x0 is zero, and x0 is the only vertex free.
+        let x = [
+            DVec3::new(0.0, 0.0, 1.0),
+            DVec3::new(0.0, 0.0, 0.0),
+            DVec3::new(-1.0, 0.0, 0.0),
+            DVec3::new(1.0, 0.0, 0.0),
+        ];
+        let g = angle_gradient(x[0], x[1], x[2], x[3]);
+        assert_eq!(g[0], DVec3::ZERO);
+        let w = rest_weight(x[0], x[1], x[2], x[3]);
+        let h = stable_step(x, [1.0, 0.0, 0.0, 0.0], w, 50.0, 0.0, 1.0);
+        assert!(h.is_finite() && h > 0.0, "{h}");
+        // No slower than the same hinge moving a wing of the same mass, since the bound
+        // exceeds the wing's gradient.
+        assert!(h <= stable_step(x, [0.0, 0.0, 1.0, 0.0], w, 50.0, 0.0, 1.0));
+        // Nothing free: infinite, as before.
+        assert_eq!(stable_step(x, [0.0; 4], w, 50.0, 0.0, 1.0), f64::INFINITY);
     }
 
     #[test]
