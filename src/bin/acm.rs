@@ -460,6 +460,7 @@ fn run_failure(e: RunError, name: &str, out: &Path) -> Failure {
         e @ (RunError::Diverged { .. }
         | RunError::OutOfRange { .. }
         | RunError::NoProgress { .. }
+        | RunError::Stalled { .. }
         | RunError::TimeResolution { .. }
         | RunError::SpeedRunaway { .. }
         | RunError::TooFast { .. }

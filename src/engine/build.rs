@@ -427,6 +427,7 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
         wait: WaitPolicy::default(),
         processed: 0,
         queue_sizes: 0,
+        watchdog: Default::default(),
         stats,
     })
 }

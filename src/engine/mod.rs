@@ -13,6 +13,7 @@ mod speculative;
 mod stats;
 mod triangle_pairs;
 mod warm_workers;
+mod watchdog;
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -87,6 +88,20 @@ enum ForceTarget {
     Prescribed(u32),
     /// Air drag.
     Drag,
+}
+
+impl ForceTarget {
+    /// The force in a user's terms: `stretching`, `bending`, `gravity`, `a prescribed force` or
+    /// `drag`.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Springs(_) | Self::Spring(_) => "stretching",
+            Self::Hinges(_) | Self::Hinge(_) => "bending",
+            Self::Gravity | Self::VertexGravity(_) => "gravity",
+            Self::Prescribed(_) => "a prescribed force",
+            Self::Drag => "drag",
+        }
+    }
 }
 
 /// A force event's target and clock; `tick` counts the ticks done, so the next is at
@@ -200,6 +215,22 @@ pub enum RunError {
         layer: u32,
         /// Its clock.
         clock: f64,
+    },
+    /// Simulated time stopped moving: one instant fired far more events than the event table
+    /// holds (the watchdog of the guarantee's progress, `engine/watchdog.rs`). Certificates that
+    /// keep failing without time moving would spin forever; the run stops instead.
+    #[error(
+        "time stopped advancing at t = {time} s: {events} events fired at this instant without \
+         moving it (the last: {event}). A certificate keeps failing; please report this \
+         with the profile"
+    )]
+    Stalled {
+        /// Simulated time.
+        time: f64,
+        /// Events fired at that instant.
+        events: u64,
+        /// The last event, described (for a contact certificate, its pair).
+        event: String,
     },
     /// A pair holds more energy in its penalty layers than the scene has had, with headroom
     /// for the method's error: energy has run away, and the run stops rather than take ever
@@ -386,6 +417,8 @@ pub struct Simulation {
     processed: u64,
     /// The event queue's size summed over the events processed (for [`Stats::queue_mean`]).
     queue_sizes: u64,
+    /// Stops a run whose time stops moving.
+    watchdog: watchdog::Watchdog,
     stats: Stats,
 }
 
@@ -693,10 +726,36 @@ impl Simulation {
                 ),
             });
         }
+        if let Err(events) = self.watchdog.fire(t, self.events.len()) {
+            return Err(RunError::Stalled {
+                time: t,
+                events,
+                event: self.describe_event(id),
+            });
+        }
         self.processed += 1;
         self.time = t;
         self.stats.simulated_seconds = t;
         Ok(())
+    }
+
+    /// Event `id` in a user's terms: a contact certificate or layer tick by its pair, a force
+    /// tick by its force.
+    fn describe_event(&self, id: EventId) -> String {
+        let payload = self.events.payload(id);
+        match (self.events.kind(id), &self.contact) {
+            (EventKind::Certificate, Some(c)) => {
+                format!("the separation slab of pair {}", c.describe_pair(payload))
+            }
+            (EventKind::Penalty, _) => "a penalty layer's tick".into(),
+            (EventKind::BroadPhase, _) => "the broad phase's".into(),
+            (EventKind::Force, _) => {
+                format!("a tick of {}", self.forces[payload as usize].target.name())
+            }
+            (EventKind::Script, _) => "a scripted motion's key".into(),
+            (EventKind::Snapshot, _) => "a frame".into(),
+            (EventKind::Certificate, None) => "a certificate".into(),
+        }
     }
 
     /// Processes the next event if it is due by `until`.
@@ -832,13 +891,7 @@ impl Simulation {
             .unwrap_or_default() as usize;
         RunError::TooFast {
             time: t,
-            force: match target {
-                ForceTarget::Springs(_) | ForceTarget::Spring(_) => "stretching",
-                ForceTarget::Hinges(_) | ForceTarget::Hinge(_) => "bending",
-                ForceTarget::Gravity | ForceTarget::VertexGravity(_) => "gravity",
-                ForceTarget::Prescribed(_) => "a prescribed force",
-                ForceTarget::Drag => "drag",
-            },
+            force: target.name(),
             vertex: describe_vertices(&self.objects, &[vertex as u32]),
             speed: speed(self.state.v[vertex]),
             limit,
@@ -1095,6 +1148,36 @@ mod tests {
         assert_eq!(sim.time(), now, "the clock went back");
     }
 
+    #[test]
+    fn an_instant_that_fires_too_many_events_stops_the_run_naming_the_pair() {
+        // Near enough for the broad phase to pair it with the floor's two triangles.
+        let mut sim = particle_over_floor_at(0.15, crate::kds::BroadPhaseKind::Kdop18);
+        let now = sim.time();
+        let certificates: Vec<EventId> = (0..sim.events.capacity_ids() as u32)
+            .map(EventId)
+            .filter(|&id| sim.events.is_live_id(id))
+            .filter(|&id| sim.events.kind(id) == EventKind::Certificate)
+            .collect();
+        let [first, second, ..] = certificates[..] else {
+            panic!("the particle has two slab certificates: {certificates:?}");
+        };
+        // Both certificates fail at the same instant, where this watchdog lets one event fire.
+        sim.watchdog = watchdog::Watchdog::with_limits(1, 0);
+        sim.queue.update(first, now);
+        sim.queue.update(second, now);
+        match sim.run_until(2.0 * now, &mut NoFrames) {
+            Err(e @ RunError::Stalled { time, events, .. }) => {
+                assert_eq!((time, events), (now, 2));
+                let message = e.to_string();
+                assert!(
+                    message.contains("separation slab of pair vertex 0 of \"p\""),
+                    "{message}"
+                );
+            }
+            other => panic!("the run went on: {other:?}"),
+        }
+    }
+
     /// A particle 0.5 cm above a fixed floor, no gravity, drifting sideways.
     fn particle_over_floor() -> Simulation {
         particle_over_floor_with(crate::kds::BroadPhaseKind::SweptBoxes)
@@ -1102,6 +1185,11 @@ mod tests {
 
     /// The same with broad phase `kind`.
     fn particle_over_floor_with(kind: crate::kds::BroadPhaseKind) -> Simulation {
+        particle_over_floor_at(0.5, kind)
+    }
+
+    /// The same `height` cm above the floor.
+    fn particle_over_floor_at(height: f64, kind: crate::kds::BroadPhaseKind) -> Simulation {
         let floor = SceneObject {
             name: "floor".into(),
             mesh: crate::mesh::sheet(2, 2, 10.0, 10.0).unwrap(),
@@ -1110,7 +1198,7 @@ mod tests {
             velocity: DVec3::ZERO,
             particle_mass: None,
         };
-        let mut particle = SceneObject::particle("p", DVec3::new(0.3, 0.5, 0.2), 0.01);
+        let mut particle = SceneObject::particle("p", DVec3::new(0.3, height, 0.2), 0.01);
         particle.velocity = DVec3::new(1.0, 0.0, 0.0);
         let mut scene = Scene {
             name: "audit".into(),

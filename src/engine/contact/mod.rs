@@ -663,6 +663,11 @@ impl Contact {
         sched.queue.push(self.broad_event, self.boxes.next_time());
     }
 
+    /// Pair `id` in a user's terms: its two primitives and their objects.
+    pub(super) fn describe_pair(&self, id: u32) -> String {
+        self.pairs.describe(id)
+    }
+
     /// A slab failed: activate its layer if the pair is close, otherwise certify again.
     pub(super) fn fire_slab(
         &mut self,
