@@ -476,7 +476,7 @@ fn scripted_object_driven_into_a_fixed_one_stops_before_intersecting() {
     let written = stops_cleanly(
         "sheet_on_sphere.toml",
         &["script=[{ object = \"sheet\", select = { all = true }, keys = [{ time = 0.0, velocity = [0, -100, 0] }] }]"],
-        &["fixed or scripted primitives came within 1.1 contact.eta1"],
+        &["fixed or scripted primitives reached a penalty layer"],
     );
     assert!(written < 26);
 }
@@ -1007,3 +1007,57 @@ fn sheets_dropped_vertex_over_vertex_reach_the_end_under_both_schedulers() {
     }
 }
 
+/// A fixed floor and a scripted plate lowered at 20 cm/s from 1.105 cm above it to `gap` cm
+/// above it, where it stops (contact.eta1 = 0.1).
+fn plate_stopping_over_a_floor(gap: f64) -> String {
+    format!(
+        r#"
+[scene]
+name = "plate_over_floor"
+duration = 0.1
+frame_interval = 0.01
+gravity = [0.0, 0.0, 0.0]
+[[object]]
+name = "floor"
+mesh = {{ generator = "sheet", nx = 5, ny = 5, width = 10.0, depth = 10.0 }}
+fixed = true
+[[object]]
+name = "plate"
+mesh = {{ generator = "sheet", nx = 5, ny = 5, width = 4.0, depth = 4.0 }}
+translate = [0.0, {start}, 0.0]
+material = {{ density = 0.01, stretch = 1000.0, bend = 1.0 }}
+[[script]]
+object = "plate"
+select = {{ all = true }}
+keys = [{{ time = 0.0, velocity = [0.0, -20.0, 0.0] }}, {{ time = 0.05, velocity = [0.0, 0.0, 0.0] }}]
+[contact]
+eta1 = 0.1
+"#,
+        start = gap + 1.0
+    )
+}
+
+#[test]
+fn prescribed_motion_is_stopped_only_where_it_reaches_a_layer() {
+    let dir = tempfile::tempdir().unwrap();
+    for (gap, reaches) in [(0.105, false), (0.095, true)] {
+        let file = format!("plate_{gap}.toml");
+        std::fs::write(dir.path().join(&file), plate_stopping_over_a_floor(gap)).unwrap();
+        for sets in [
+            "contact.scheduler=kds",
+            "speed.fuzzy_trajectories=false",
+            "contact.scheduler=speculative",
+        ] {
+            let out = acm(dir.path(), &["run", &file, "--out", "f", "--set", sets]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if reaches {
+                assert_eq!(out.status.code(), Some(2), "{gap} {sets}: {stderr}");
+                assert!(stderr.contains("reached a penalty layer"), "{stderr}");
+            } else {
+                assert!(out.status.success(), "{gap} {sets}: {stderr}");
+            }
+            let check = acm(dir.path(), &["check", "f"]);
+            assert_eq!(check.status.code(), Some(0), "{gap} {sets}: frames clean");
+        }
+    }
+}

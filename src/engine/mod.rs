@@ -314,13 +314,14 @@ pub enum RunError {
         /// The resolvable speed (cm/s).
         limit: f64,
     },
-    /// Two fixed or scripted primitives are about to touch: no force can stop prescribed
-    /// motion, so the run stops before they intersect.
+    /// Two fixed or scripted primitives reached a penalty layer (came within `contact.eta1` of
+    /// each other): no force can stop prescribed motion, so the run stops before they
+    /// intersect.
     #[error(
-        "at t = {time} s two fixed or scripted primitives came within 1.1 contact.eta1 of each \
-         other, where their first penalty layer would switch on ({pair}, global vertices \
-         {vertices:?}); no contact force can change prescribed motion, so they would intersect. \
-         Change the scripts (or make one object free) so that they stay farther apart"
+        "at t = {time} s two fixed or scripted primitives reached a penalty layer, closer than \
+         contact.eta1 ({pair}, global vertices {vertices:?}); no contact force can change \
+         prescribed motion, so they would intersect. Change the scripts (or make one object \
+         free) so that they stay farther apart"
     )]
     KinematicContact {
         /// Simulated time.

@@ -54,6 +54,13 @@ use pair_table::{Keeps, PairTable};
 /// closer than `ACTIVATION * eta(l)` (thesis §5.3: 11/10).
 pub(super) const ACTIVATION: f64 = 1.1;
 
+/// A pair of fixed or scripted primitives is stopped when it comes closer than this many times
+/// a layer's thickness (no force can keep it out of the layer), not at the activation distance:
+/// a slab certifies `SLAB_MARGIN = 1 + 1e-9` times the thickness and fails there, within this
+/// reach; a look at a fuzzy trajectory's slab, or a slab failing early, finds prescribed
+/// motion farther out, which is let go and certified again.
+pub(in crate::engine) const KINEMATIC_REACH: f64 = 1.0 + 1e-6;
+
 /// Speculative scheduling: a pair leaves a layer once it separates beyond this many times the
 /// layer's thickness (beyond the thickness itself under the KDS). A layer left and needed
 /// again costs a run of the window; one kept costs its ticks, which apply nothing out there.
@@ -683,7 +690,12 @@ impl Contact {
         let d = motion.distance();
         self.stats.min_distance = self.stats.min_distance.min(d);
         let layer = self.pairs.certified[i];
-        if d < ACTIVATION * self.schedule.eta(layer) {
+        // A slab moves with its pair's velocities as they were when it was built, so it can fail
+        // with the pair still outside its activation distance's reach of the layer; prescribed
+        // motion that has not reached the layer is let go and certified again.
+        let early_kinematic =
+            self.is_kinematic(id, state) && d >= KINEMATIC_REACH * self.schedule.eta(layer);
+        if d < ACTIVATION * self.schedule.eta(layer) && !early_kinematic {
             self.switch_on(id, layer, &motion, state, t, sched)?;
         }
         self.certifier
@@ -737,6 +749,11 @@ impl Contact {
             }
         }
         Ok(())
+    }
+
+    /// Whether every vertex of pair `id` is fixed or scripted: no penalty force can move it.
+    fn is_kinematic(&self, id: u32, state: &VertexState) -> bool {
+        (self.pairs.pair_verts(id).iter()).all(|&v| state.inv_mass[v as usize] == 0.0)
     }
 
     /// A feature pair of pair `id` closer than `near` whose four vertices are all fixed or
@@ -882,6 +899,15 @@ impl Contact {
         };
         let motion = self.pairs.kinematics(id, state, t);
         self.stats.min_distance = self.stats.min_distance.min(motion.distance());
+        if self.is_kinematic(id, state) {
+            // The window's check found prescribed motion within the layer's reach
+            // (`KINEMATIC_REACH`), where it will be again whatever the layers do.
+            return Err(RunError::KinematicContact {
+                time: t,
+                pair: self.pairs.describe(id),
+                vertices: *first_four(&self.pairs.verts[id as usize]),
+            });
+        }
         while self.pairs.active[id as usize] < layer {
             let next = self.pairs.active[id as usize] + 1;
             if motion.distance() < self.schedule.eta(next) {

@@ -45,7 +45,7 @@ use rayon::prelude::*;
 use super::history::{History, Path};
 use crate::contact::layers::LayerSchedule;
 use crate::contact::{ContactKey, PairKey};
-use crate::engine::contact::{feature_distance, LayerChange, ACTIVATION};
+use crate::engine::contact::{feature_distance, LayerChange, ACTIVATION, KINEMATIC_REACH};
 use crate::kds::bvh::Bvh;
 use crate::kds::kdop::{Dop18, Volume, TOLERANCE};
 use crate::kds::leaves::Leaves;
@@ -709,7 +709,8 @@ struct Pair<'a> {
 }
 
 /// The layers past `active` that `pair` needs over `[from, to]` (`last`: as in
-/// [`first_within`]): the next one if the pair came within its activation distance, then each
+/// [`first_within`]): the next one if the pair came within its activation distance (within
+/// [`KINEMATIC_REACH`] of the layer for a pair of fixed or scripted vertices), then each
 /// deeper one it came within after that, as deep as its approach may take it
 /// ([`stopping_layer`]) and at least [`LOOKAHEAD_LAYERS`] more.
 fn needed_layers(
@@ -722,8 +723,14 @@ fn needed_layers(
     let mut found = Vec::new();
     let (mut after, mut deepest) = (from, active + 1 + LOOKAHEAD_LAYERS);
     let mut layer = active + 1;
+    // Prescribed motion on both sides needs no layer, only to be stopped where it reaches one.
+    let activation = if pair.inv_mass.iter().all(|&w| w == 0.0) {
+        KINEMATIC_REACH
+    } else {
+        ACTIVATION
+    };
     while layer <= deepest {
-        let reach = ACTIVATION * schedule.eta(layer);
+        let reach = activation * schedule.eta(layer);
         let Some(time) = first_within(key, paths, (after, to, last), reach) else {
             break;
         };
