@@ -2,10 +2,10 @@
 //! intersection audit of a 100 x 100 sheet folded over itself.
 
 use acm::check::audit_frame;
-use acm::contact::closest::{edge_edge, vertex_triangle};
-use acm::contact::penalty::{vertex_triangle_impulse, PenaltyParams};
 use acm::kds::slab::{build_slab, failure_time};
 use acm::mesh::sheet;
+use acm::penalty::closest::{edge_edge, vertex_triangle};
+use acm::penalty::impulse::{vertex_triangle_impulse, PenaltyParams};
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use glam::DVec3;
 

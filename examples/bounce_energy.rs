@@ -12,8 +12,8 @@
 //! mean of the energy ratio across one impact over the first 50 impacts, the mean energy of the
 //! last tenth of the passes over the first tenth, and how the run ended.
 
-use acm::contact::layers::LayerClocks;
 use acm::mesh::{self, TriMesh};
+use acm::penalty::layers::LayerClocks;
 use acm::scene::{Material, Scene, SceneObject};
 use acm::{NoFrames, Simulation};
 use glam::{DQuat, DVec3};

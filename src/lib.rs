@@ -6,7 +6,7 @@
 //!
 //! The crate is data oriented: vertices, elements and events live in structure-of-arrays tables
 //! indexed by dense `u32` indices (events by [`events::EventId`]). Data flows one way:
-//! `mesh -> state -> forces | contact | kds -> events -> engine -> output`, with [`scene`] describing what to
+//! `mesh -> state -> forces | penalty | kds -> events -> engine -> output`, with [`scene`] describing what to
 //! build and [`check`] only reading.
 //!
 //! ```no_run
@@ -19,11 +19,10 @@
 //!
 //! Features: `cli` (the `acm` application) and `plot` (the `plot` module: PNG charts) are on by default;
 //! `cargo build --no-default-features --lib` builds the engine alone. `profile-tracy` opens
-//! Tracy spans for the loop's phases ([`profile`]).
+//! Tracy spans for the loop's phases ([`profiling`]).
 #![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod check;
-pub mod contact;
 pub mod engine;
 pub mod events;
 pub mod forces;
@@ -31,9 +30,10 @@ pub mod implicit;
 pub mod kds;
 pub mod mesh;
 pub mod output;
+pub mod penalty;
 #[cfg(feature = "plot")]
 pub mod plot;
-pub mod profile;
+pub mod profiling;
 pub mod scene;
 pub mod state;
 pub mod sync;

@@ -14,7 +14,7 @@
 use glam::DVec3;
 use rayon::prelude::*;
 
-use crate::profile::zone;
+use crate::profiling::zone;
 
 /// Vertices per rayon task in whole-mesh passes: below this, splitting costs more than it saves.
 const PAR_MIN_LEN: usize = 4096;

@@ -2,8 +2,8 @@
 
 mod common;
 
-use acm::contact::layers::{LayerLaw, LayerSchedule};
 use acm::mesh;
+use acm::penalty::layers::{LayerLaw, LayerSchedule};
 use acm::scene::{Material, Scene, SceneObject};
 use acm::{NoFrames, Simulation};
 use glam::DVec3;

@@ -46,11 +46,11 @@ fn every_zone_is_a_span_of_the_programs_subscriber() {
     tracing::subscriber::set_global_default(Counter(spans.clone())).unwrap();
     // The headless trace counts the same zones on every thread, the build's parallel tasks
     // included: the two must agree exactly.
-    acm::profile::start_trace();
+    acm::profiling::start_trace();
     let scene = profile::builtin(&[]).unwrap();
     let mut sim = Simulation::new(&scene).unwrap();
     sim.run_until(0.05, &mut NoFrames).unwrap();
-    let totals = acm::profile::finish_trace(&mut std::io::sink()).unwrap();
+    let totals = acm::profiling::finish_trace(&mut std::io::sink()).unwrap();
     let spans = spans.counts.lock().unwrap().clone();
     let zones: BTreeMap<&'static str, u64> =
         totals.zones.iter().map(|(k, t)| (*k, t.count)).collect();

@@ -11,7 +11,7 @@ use std::time::Instant;
 use acm::engine::{Frame, FrameSink, RunError, WaitPolicy};
 use acm::implicit::{ImplicitError, ImplicitSimulation};
 use acm::output::{write_stats, ContactCsv, EnergyCsv, FrameFormat, StepsCsv};
-use acm::profile::{is_task, TraceTotals};
+use acm::profiling::{is_task, TraceTotals};
 use acm::scene::profile::{self, ProfileError};
 use acm::scene::{Method, SceneError};
 use acm::sync::{SyncError, SyncSimulation};
@@ -167,7 +167,7 @@ fn keep_large_arrays_mapped() {
 
 fn main() -> ExitCode {
     keep_large_arrays_mapped();
-    acm::profile::start();
+    acm::profiling::start();
     let cli = Cli::parse();
     // No command: `acm run` with every default (the built-in scene into ./out).
     let command = cli.command.unwrap_or_else(|| {
@@ -407,12 +407,12 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     sim.set_wait_policy(args.wait);
     sim.stop_when(&INTERRUPTED);
     if trace.is_some() {
-        acm::profile::start_trace();
+        acm::profiling::start_trace();
     }
     let result = pool.install(|| sim.run_until(until, &mut sink));
     sink.progress.finish_and_clear();
     if let Some((path, mut file)) = trace {
-        let totals = acm::profile::finish_trace(&mut file)
+        let totals = acm::profiling::finish_trace(&mut file)
             .and_then(|totals| file.flush().map(|()| totals))
             .map_err(|e| Failure::Internal(format!("{}: {e}", path.display())))?;
         print_zone_totals(&totals, sim.stats().wall_seconds);

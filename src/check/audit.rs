@@ -18,7 +18,7 @@
 
 use super::distance::separated_triangle_distance;
 use super::intersection::triangles_intersect;
-use crate::profile::zone;
+use crate::profiling::zone;
 use glam::DVec3;
 use rayon::prelude::*;
 use serde::Serialize;

@@ -11,11 +11,11 @@ use super::{
     describe_vertices, ClockRange, Clocks, ForceEvent, ForceTarget, ModelSize, ObjectRange,
     Simulation, Stats, WaitPolicy,
 };
-use crate::contact::PairKey;
 use crate::events::{EventKind, EventQueue, EventTable, Scheduler};
 use crate::forces::external::{Drag, PrescribedForce, ScriptedMotion};
 use crate::forces::{ElementKernel, HingeFamily, HingeKernel, SpringFamily, SpringKernel};
 use crate::mesh::{lumped_masses, Topology, TriMesh, TriangleList};
+use crate::penalty::PairKey;
 use crate::scene::{ContactScheduler, Scene, SceneError, SpeedLimit, VertexSet};
 use crate::state::{VertexKind, VertexState};
 

@@ -10,7 +10,7 @@
 
 use rayon::prelude::*;
 
-use crate::profile::zone;
+use crate::profiling::zone;
 
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU64, Ordering};

@@ -17,9 +17,9 @@
 //! super-event ticks, in its order, so both kinds give the same trajectory and differ only in
 //! how many events the queue holds.
 
-use crate::contact::ContactKey;
 use crate::events::EventId;
 use crate::events::{EventKind, EventQueue, EventTable};
+use crate::penalty::ContactKey;
 
 /// A pair with the layer active.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -232,7 +232,7 @@ impl LayerEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contact::PairKey;
+    use crate::penalty::PairKey;
 
     fn member(v: u32) -> Member {
         Member {

@@ -28,7 +28,7 @@ use crate::forces::external::{
 };
 use crate::forces::{HingeFamily, SpringFamily};
 use crate::mesh::TriangleList;
-use crate::profile::zone;
+use crate::profiling::zone;
 use crate::scene::{Scene, SceneError, SpeedLimit};
 use crate::state::{beyond, speed, VertexKind, VertexState};
 
@@ -644,7 +644,7 @@ impl Simulation {
         let result = self.event_loop(until, sink);
         drop(warm);
         self.stats.wall_seconds += started.elapsed().as_secs_f64();
-        crate::profile::flush_workers();
+        crate::profiling::flush_workers();
         self.refresh_stats();
         result
     }

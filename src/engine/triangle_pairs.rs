@@ -10,9 +10,9 @@
 //! (a particle's vertex, or a vertex whose every triangle touches `T`) stays a contact pair of
 //! its own.
 
-use crate::contact::closest::{TriangleFeature, TRIANGLE_PAIR_FEATURES};
-use crate::contact::{ContactKey, PairKey};
 use crate::mesh::{Csr, TriangleList};
+use crate::penalty::closest::{TriangleFeature, TRIANGLE_PAIR_FEATURES};
+use crate::penalty::{ContactKey, PairKey};
 use hashbrown::HashMap;
 
 /// No triangle on this side of an edge (a boundary edge).

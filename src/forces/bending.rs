@@ -396,7 +396,7 @@ pub fn tick_impulse(
 /// When `G = 0` although a vertex can move, the free vertices are edge vertices whose gradients
 /// cancel at this shape (a flat hinge whose wings project symmetrically on the edge, as in a
 /// regular grid): the hinge moves them as soon as it bends, so its clock comes from a bound on
-/// their gradients that holds at every shape, [`edge_gradient_bound`], instead of being infinite.
+/// their gradients that holds at every shape (`edge_gradient_bound`) instead of being infinite.
 #[inline]
 pub fn stable_step(
     x: [DVec3; 4],

@@ -14,7 +14,7 @@ use hashbrown::HashMap;
 use rayon::prelude::*;
 
 use crate::mesh::Csr;
-use crate::profile::zone;
+use crate::profiling::zone;
 use crate::state::{faster, KickView, VertexState};
 
 /// Minimum number of elements (or vertices) per rayon task: an element costs 10-85 ns, so a

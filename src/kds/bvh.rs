@@ -24,7 +24,7 @@ use rayon::prelude::*;
 
 use super::kdop::Volume;
 use super::leaves::{Leaves, References, NONE};
-use crate::profile::zone;
+use crate::profiling::zone;
 
 /// Leaf nodes per rayon task when fitting all leaf nodes.
 const PAR_MIN_LEN: usize = 512;

@@ -17,9 +17,9 @@ use hashbrown::HashMap;
 use super::bvh::Bvh;
 use super::kdop::{after, Aabb, Volume, FIXED_AXES};
 use super::leaves::{Leaves, References};
-use crate::contact::PairKey;
 use crate::events::EventId;
 use crate::events::EventQueue;
+use crate::penalty::PairKey;
 use crate::state::VertexState;
 
 /// An inclusive box of cells.

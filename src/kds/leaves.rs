@@ -18,9 +18,9 @@ use rayon::prelude::*;
 
 use super::kdop::{AxisExtent, AxisHint, Path, Volume};
 use super::PAR_MIN_LEN;
-use crate::contact::PairKey;
 use crate::mesh::{Csr, TriangleList};
-use crate::profile::zone;
+use crate::penalty::PairKey;
+use crate::profiling::zone;
 use crate::state::VertexState;
 
 /// Marks an unused slot.

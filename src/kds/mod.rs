@@ -16,7 +16,7 @@ pub mod separation_list;
 pub mod slab;
 pub mod swept_boxes;
 
-use crate::contact::PairKey;
+use crate::penalty::PairKey;
 use kdop::{Aabb, Dop18, Dop26, Sphere};
 use kinetic_grid::{GridStats, KineticGrid};
 use leaves::Leaves;

@@ -38,10 +38,10 @@ use super::bvh::Bvh;
 use super::kdop::{after, AxisHint, Volume, FIXED_AXES};
 use super::leaves::{Leaves, References, NONE};
 use super::PAR_MIN_LEN;
-use crate::contact::PairKey;
 use crate::events::EventId;
 use crate::events::{EventQueue, SparseSlots};
-use crate::profile::zone;
+use crate::penalty::PairKey;
+use crate::profiling::zone;
 use crate::state::VertexState;
 use rayon::prelude::*;
 

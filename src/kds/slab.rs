@@ -5,7 +5,7 @@
 //! converts from per-vertex clocks). The `N` vertices are ordered side A first: VT
 //! `[p, a, b, c]` with `a_count = 1` (A = the vertex, B = the triangle); EE `[p0, p1, q0, q1]`
 //! with `a_count = 2` (A = edge p, B = edge q), the same order as
-//! [`crate::contact::penalty`]; triangle pairs `[a0, a1, a2, b0, b1, b2]` with `a_count = 3`
+//! [`crate::penalty::impulse`]; triangle pairs `[a0, a1, a2, b0, b1, b2]` with `a_count = 3`
 //! (`speed.triangle_pairs`, thesis §8.3).
 //!
 //! With closest points `a` (on A) and `b` (on B) at time `t0`, the slab is the plane through
@@ -17,7 +17,7 @@
 //! vertices) while all hold the primitives are on opposite sides of a slab of width `eta`, so the
 //! pair is at least `eta` apart.
 
-use crate::contact::closest::{edge_edge, triangle_triangle, vertex_triangle};
+use crate::penalty::closest::{edge_edge, triangle_triangle, vertex_triangle};
 use glam::DVec3;
 
 /// A kinetic separation slab: plane through `point` with unit `normal` (from side A's closest

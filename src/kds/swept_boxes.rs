@@ -11,8 +11,8 @@
 use glam::DVec3;
 use hashbrown::HashMap;
 
-use crate::contact::PairKey;
 use crate::mesh::{Csr, TriangleList};
+use crate::penalty::PairKey;
 use crate::state::VertexState;
 
 /// Slack around each vertex sweep, as a fraction of `eta1`: a kick that keeps the sweep inside

@@ -1,7 +1,7 @@
 //! A small Wavefront OBJ reader and writer: positions, faces and texture coordinates.
 
 use super::{MeshError, TriMesh, Uvs};
-use crate::profile::zone;
+use crate::profiling::zone;
 use glam::{DVec2, DVec3};
 use std::io::Write;
 use std::path::Path;

@@ -6,11 +6,12 @@
 //! point at the file and line.
 
 mod error;
-mod implicit;
+mod implicit_settings;
+mod method;
 pub mod profile;
 mod speed;
 mod speed_limit;
-mod sync;
+mod sync_settings;
 mod validate;
 
 use glam::DVec3;
@@ -18,10 +19,11 @@ use glam::DVec3;
 use crate::mesh::TriMesh;
 
 pub use error::SceneError;
-pub use implicit::ImplicitSettings;
+pub use implicit_settings::ImplicitSettings;
+pub use method::Method;
 pub use speed::SpeedSettings;
 pub use speed_limit::SpeedLimit;
-pub use sync::{FailSafe, Method, OnUnresolved, SyncSettings};
+pub use sync_settings::{FailSafe, OnUnresolved, SyncSettings};
 
 /// Elastic material of an object (cgs units).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -174,7 +176,7 @@ pub struct ContactSettings {
     /// 0.5); [`Self::work_closure`] takes it out for elastic contact.
     pub safety: f64,
     /// How the layer clocks follow the layer stiffnesses (default: the thesis rule).
-    pub clocks: crate::contact::layers::LayerClocks,
+    pub clocks: crate::penalty::layers::LayerClocks,
     /// With `cor = 1`, whenever a pair is found outside its outermost layer at a layer tick,
     /// give it the normal impulse that takes out the net work its layer ticks did since it was
     /// last outside (the layers' potential, zero there, did none); see the README's known
@@ -214,8 +216,8 @@ pub enum ContactScheduler {
 
 impl ContactSettings {
     /// The layer schedule, or why it is not a barrier.
-    pub fn schedule(&self) -> Result<crate::contact::layers::LayerSchedule, SceneError> {
-        use crate::contact::layers::{LayerLaw, LayerSchedule};
+    pub fn schedule(&self) -> Result<crate::penalty::layers::LayerSchedule, SceneError> {
+        use crate::penalty::layers::{LayerLaw, LayerSchedule};
         let law = if self.eta_exponent == 0.25 && self.r_exponent == 3.0 {
             LayerLaw::Thesis
         } else {
@@ -246,7 +248,7 @@ impl Default for ContactSettings {
             eta_exponent: 0.25,
             r_exponent: 3.0,
             safety: 0.5,
-            clocks: crate::contact::layers::LayerClocks::Thesis,
+            clocks: crate::penalty::layers::LayerClocks::Thesis,
             work_closure: true,
             closure_forces: true,
             closure_objects: true,

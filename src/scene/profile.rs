@@ -18,9 +18,9 @@ use super::{
     Material, Method, OnUnresolved, Scene, SceneError, SceneObject, ScriptSpec, SpeedSettings,
     SyncSettings, VertexSet,
 };
-use crate::contact::layers::LayerClocks;
 use crate::kds::BroadPhaseKind;
 use crate::mesh::{self, TriMesh};
+use crate::penalty::layers::LayerClocks;
 
 /// A profile that could not be loaded: which file, which line (when known), what is wrong.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

@@ -13,7 +13,7 @@
 //!    and on each piece the ends of `Z` are bracketed by bisection (no root is lost to a double
 //!    root, a flat cubic or a cancelled leading coefficient: those pieces simply lie in `Z`).
 //! 2. Inside `Z` the true primitive distance `d(s)` (the robust closest points of
-//!    [`crate::contact::closest`]) is searched by *conservative advancement*: `d` changes no
+//!    [`crate::penalty::closest`]) is searched by *conservative advancement*: `d` changes no
 //!    faster than the largest relative displacement `L` of a point of one primitive against a
 //!    point of the other, so from `s` no touch can happen before `s + (d(s) - gap/2) / L`.
 //!    The first `s` with `d(s) <= gap` is the collision.
@@ -24,7 +24,7 @@
 
 use glam::DVec3;
 
-use crate::contact::closest;
+use crate::penalty::closest;
 
 /// Bisection steps for a root of a monotone piece: enough to reach adjacent doubles on `[0, 1]`.
 const BISECTION_STEPS: u32 = 80;

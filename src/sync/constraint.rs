@@ -11,7 +11,7 @@ use glam::DVec3;
 
 use super::ccd::Kind;
 use super::primitives::Feature;
-use crate::contact::closest;
+use crate::penalty::closest;
 
 /// A contact constraint (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -2,9 +2,9 @@
 //! every certificate, layer and broad-phase box at one time.
 
 use super::pair_table::PairTable;
-use crate::contact::layers::LayerSchedule;
 use crate::events::EventQueue;
 use crate::kds::BroadPhase;
+use crate::penalty::layers::LayerSchedule;
 use crate::state::VertexState;
 
 /// The interval audit's switch and its first breach, waiting for the loop to report it.

@@ -7,10 +7,10 @@ use rayon::prelude::*;
 use super::audit::Audit;
 use super::motion::within_budget_at_shape;
 use super::pair_table::PairTable;
-use crate::contact::layers::LayerSchedule;
 use crate::events::{EventId, EventQueue};
 use crate::kds::slab::{no_budget, ClosingBudget, Slab};
-use crate::profile::zone;
+use crate::penalty::layers::LayerSchedule;
+use crate::profiling::zone;
 use crate::state::VertexState;
 
 /// Slabs certify a gap this much wider than the layer, so that round-off in evaluating their

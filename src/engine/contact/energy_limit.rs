@@ -16,8 +16,8 @@
 
 use glam::DVec3;
 
-use crate::contact::layers::LayerSchedule;
 use crate::engine::RunError;
+use crate::penalty::layers::LayerSchedule;
 use crate::state::VertexState;
 
 /// How many times the energy the scene has had a pair may hold before the run stops: far
@@ -112,7 +112,7 @@ pub(super) fn runaway(time: f64, pair: String, layer: u32, held: f64, available:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contact::layers::LayerLaw;
+    use crate::penalty::layers::LayerLaw;
     use crate::state::VertexKind;
 
     fn one_vertex(mass: f64, x: DVec3) -> VertexState {

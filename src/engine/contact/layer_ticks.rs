@@ -10,17 +10,17 @@ use super::ordered_kicks::OrderedKicks;
 use super::owners::FeatureOwners;
 use super::pair_table::PairTable;
 use super::work_closure::WorkClosure;
-use crate::contact::closest::TRIANGLE_PAIR_FEATURES;
-use crate::contact::layers::{LayerClocks, LayerSchedule};
-use crate::contact::penalty::{
-    edge_edge_impulse, triangle_pair_impulse, vertex_triangle_impulse, PairImpulse, PenaltyParams,
-};
-use crate::contact::{ContactKey, PairKey};
 use crate::engine::layer_events::{LayerEvents, Member};
 use crate::engine::triangle_pairs::TriangleTopology;
 use crate::engine::RunError;
 use crate::events::{EventQueue, Scheduler};
-use crate::profile::zone;
+use crate::penalty::closest::TRIANGLE_PAIR_FEATURES;
+use crate::penalty::impulse::{
+    edge_edge_impulse, triangle_pair_impulse, vertex_triangle_impulse, PairImpulse, PenaltyParams,
+};
+use crate::penalty::layers::{LayerClocks, LayerSchedule};
+use crate::penalty::{ContactKey, PairKey};
+use crate::profiling::zone;
 use crate::scene::SpeedLimit;
 use crate::state::{speed, VertexState};
 

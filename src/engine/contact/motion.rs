@@ -3,11 +3,11 @@
 
 use glam::DVec3;
 
-use crate::contact::closest::{edge_edge, triangle_triangle, vertex_triangle, TriangleFeature};
-use crate::contact::{ContactKey, PairKey};
 use crate::kds::slab::{
     build_slab, failure_time, fuzzy_schedule, holds, no_budget, within_budget, ClosingBudget, Slab,
 };
+use crate::penalty::closest::{edge_edge, triangle_triangle, vertex_triangle, TriangleFeature};
+use crate::penalty::{ContactKey, PairKey};
 
 /// Closest distance of a feature pair at positions `x`.
 pub(in crate::engine) fn feature_distance(key: PairKey, x: &[DVec3; 4]) -> f64 {

@@ -28,9 +28,9 @@ use glam::{DMat3, DVec3};
 use hashbrown::HashMap;
 
 use super::force_phases::ForcePhases;
-use crate::contact::penalty::PairImpulse;
-use crate::contact::ContactKey;
 use crate::engine::ObjectRange;
+use crate::penalty::impulse::PairImpulse;
+use crate::penalty::ContactKey;
 use crate::state::VertexState;
 
 /// One contact between two objects: the energy its normal impulses put in, and where and which

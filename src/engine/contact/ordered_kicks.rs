@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use glam::DVec3;
 use rayon::prelude::*;
 
-use crate::profile::zone;
+use crate::profiling::zone;
 use crate::state::VertexState;
 
 /// Places a member takes in the pass: one per vertex, up to a triangle pair's six.

@@ -32,9 +32,9 @@
 
 use glam::DVec3;
 
-use crate::contact::closest::{edge_edge, vertex_triangle};
-use crate::contact::PairKey;
 use crate::mesh::{Csr, TriangleList};
+use crate::penalty::closest::{edge_edge, vertex_triangle};
+use crate::penalty::PairKey;
 
 /// Lengths below this fraction of the coordinates' magnitude are rounding: a closest point
 /// that near a triangle's edge is on it, a separation leaning that little into a triangle

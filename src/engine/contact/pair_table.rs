@@ -6,11 +6,11 @@ use glam::DVec3;
 use hashbrown::HashMap;
 
 use super::motion::Motion;
-use crate::contact::ContactKey;
 use crate::engine::contingency::Contingency;
 use crate::engine::{describe_vertices, ObjectRange};
 use crate::events::EventId;
 use crate::kds::slab::{no_budget, ClosingBudget, Slab};
+use crate::penalty::ContactKey;
 use crate::state::VertexState;
 
 /// The candidate pairs (see the module docs). The arrays are indexed by pair id; a freed id's

@@ -60,11 +60,11 @@ use glam::DVec3;
 
 use super::force_phases::ForcePhases;
 use super::object_closure::{ObjectClosure, TickWork};
-use crate::contact::closest::{edge_edge, vertex_triangle};
-use crate::contact::layers::LayerSchedule;
-use crate::contact::penalty::PairImpulse;
-use crate::contact::{ContactKey, PairKey};
 use crate::engine::ObjectRange;
+use crate::penalty::closest::{edge_edge, vertex_triangle};
+use crate::penalty::impulse::PairImpulse;
+use crate::penalty::layers::LayerSchedule;
+use crate::penalty::{ContactKey, PairKey};
 use crate::state::VertexState;
 
 /// The open episodes' work, per candidate pair slot.

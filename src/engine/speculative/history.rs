@@ -32,7 +32,7 @@ use glam::DVec3;
 use rayon::prelude::*;
 
 use crate::kds::kdop::{Dop18, PathFit};
-use crate::profile::zone;
+use crate::profiling::zone;
 use crate::state::VertexState;
 
 /// Vertices per rayon task when every vertex is fitted or scanned.

@@ -73,9 +73,9 @@ use rewinds::Rewinds;
 
 use super::contact::{Contact, LayerChange, WindowCounts, ACTIVATION};
 use super::{FrameSink, NoFrames, Processed, RunError, Simulation};
-use crate::contact::PairKey;
 use crate::events::{EventKind, Scheduler};
-use crate::profile::zone;
+use crate::penalty::PairKey;
+use crate::profiling::zone;
 use hashbrown::HashMap;
 
 /// The first window, as a fraction of the frame interval.

@@ -43,13 +43,13 @@ use glam::DVec3;
 use rayon::prelude::*;
 
 use super::history::{History, Path};
-use crate::contact::layers::LayerSchedule;
-use crate::contact::{ContactKey, PairKey};
 use crate::engine::contact::{feature_distance, LayerChange, ACTIVATION, KINEMATIC_REACH};
 use crate::kds::bvh::Bvh;
 use crate::kds::kdop::{Dop18, Volume, TOLERANCE};
 use crate::kds::leaves::Leaves;
-use crate::profile::zone;
+use crate::penalty::layers::LayerSchedule;
+use crate::penalty::{ContactKey, PairKey};
+use crate::profiling::zone;
 
 /// Leaf nodes per rayon task when the volumes are fitted.
 const PAR_MIN_LEN: usize = 256;
@@ -844,7 +844,7 @@ fn clear_piece(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contact::layers::LayerLaw;
+    use crate::penalty::layers::LayerLaw;
     use crate::state::{VertexKind, VertexState};
     use proptest::prelude::*;
 

@@ -1,17 +1,4 @@
-//! Settings of the synchronous baseline (thesis ch. 3): which integrator runs a scene, and the
-//! parameters of the velocity filter.
-
-/// Which integrator runs the scene.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Method {
-    /// Asynchronous contact mechanics: the event loop of [`crate::Simulation`].
-    #[default]
-    Acm,
-    /// The synchronous velocity-filter baseline of [`crate::sync`].
-    Sync,
-    /// Implicit contact handling (Otaduy et al. 2009) of [`crate::implicit`].
-    Implicit,
-}
+//! Settings of the synchronous baseline (thesis ch. 3): the parameters of the velocity filter.
 
 /// The last stage of the velocity filter: what resolves the collisions that the iterated impulses
 /// leave (thesis Alg. 3).

@@ -207,7 +207,7 @@ pub struct TtClosest {
 
 /// One of the fifteen feature pairs of two triangles, by local vertex index (`0..3` are
 /// triangle A's vertices, `3..6` triangle B's), in the vertex order of
-/// [`crate::contact::penalty`]: VT `[p, a, b, c]`, EE `[p0, p1, q0, q1]`.
+/// [`crate::penalty::impulse`]: VT `[p, a, b, c]`, EE `[p0, p1, q0, q1]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TriangleFeature {
     /// A vertex of one triangle against the other triangle.

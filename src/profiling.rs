@@ -30,12 +30,12 @@ use std::time::{Duration, Instant};
 /// runs.
 macro_rules! zone {
     ($name:literal) => {
-        $crate::profile::Zone {
+        $crate::profiling::Zone {
             #[cfg(feature = "profile-tracy")]
             _tracy: ::tracy_client::span!($name),
             #[cfg(feature = "tracing")]
             _tracing: ::tracing::trace_span!($name).entered(),
-            timed: $crate::profile::Zone::timed($name),
+            timed: $crate::profiling::Zone::timed($name),
         }
     };
 }
