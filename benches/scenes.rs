@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use acm::scene::profile;
+use acm::Stepper;
 use acm::{NoFrames, Simulation};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 

@@ -15,6 +15,7 @@
 use acm::mesh::{self, TriMesh};
 use acm::penalty::layers::LayerClocks;
 use acm::scene::{Material, Scene, SceneObject};
+use acm::Stepper;
 use acm::{NoFrames, Simulation};
 use glam::{DQuat, DVec3};
 
@@ -68,9 +69,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let mut sim = Simulation::new(&scene)?;
-    let p = sim.objects()[2].first_vertex as usize;
-    let m = sim.state().mass[p];
-    let kinetic = |sim: &Simulation| 0.5 * m * sim.state().v[p].length_squared();
+    let p = sim.model().objects()[2].first_vertex as usize;
+    let m = sim.model().state().mass[p];
+    let kinetic = |sim: &Simulation| 0.5 * m * sim.model().state().v[p].length_squared();
     let e0 = kinetic(&sim);
     let mut energies = Vec::new();
     let mut side = None;
@@ -87,7 +88,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 break;
             }
         }
-        let above = sim.state().position_at(p, sim.time()).y > 0.5 * GAP;
+        let above = sim.model().state().position_at(p, sim.time()).y > 0.5 * GAP;
         if side.is_some_and(|s| s != above) {
             energies.push(kinetic(&sim));
         }

@@ -7,9 +7,10 @@ use std::io::Write;
 use std::path::Path;
 
 use acm::check::measure;
-use acm::engine::{Frame, FrameSink, RunError};
 use acm::scene::profile;
 use acm::Simulation;
+use acm::Stepper;
+use acm::{Frame, FrameSink, RunError};
 
 /// Overwrites one progress line on stderr per frame, and keeps the first and last energies.
 struct Progress {
@@ -19,16 +20,16 @@ struct Progress {
 
 impl FrameSink for Progress {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        let total = measure(frame.simulation, frame.time, frame.positions).total;
+        let total = measure(frame.stepper, frame.time, frame.positions).total;
         let first = self.energy.map_or(total, |(first, _)| first);
         self.energy = Some((first, total));
-        let now = frame.simulation.penalty_now();
+        let now = frame.stepper.penalty_now();
         eprint!(
             "\rframe {:>3}/{}  t = {:.3} s  {:>9} events  {:>5} pairs in layers (deepest {})",
             frame.index + 1,
             self.frames,
             frame.time,
-            frame.simulation.events_processed(),
+            frame.stepper.work_done(),
             now.active_pairs,
             now.deepest_layer,
         );
@@ -61,10 +62,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let s = sim.stats();
     println!(
         "{}: {} vertices, {:.2} s simulated in {:.2} s wall ({} events, {:.0} events/s)",
-        s.scene,
-        s.model.vertices,
-        s.simulated_seconds,
-        s.wall_seconds,
+        s.run.scene,
+        s.run.model.vertices,
+        s.run.simulated_seconds,
+        s.run.wall_seconds,
         s.events_total,
         s.events_per_second
     );

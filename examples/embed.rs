@@ -5,6 +5,7 @@
 
 use acm::mesh;
 use acm::scene::{Material, Scene, SceneObject, ScriptSpec, VertexSet};
+use acm::Stepper;
 use acm::{NoFrames, Simulation};
 use glam::DVec3;
 
@@ -42,7 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Step to 0.5 s and read the state in place: x at each vertex's own clock, plus velocity.
     sim.run_until(0.5, &mut NoFrames)?;
-    let state = sim.state();
+    let state = sim.model().state();
     let t = sim.time();
     let lowest = (0..state.len())
         .map(|i| state.position_at(i, t).y)
@@ -54,12 +55,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("vertex 0 is fixed or missing: it cannot be steered".into());
     }
     sim.run_until(1.0, &mut NoFrames)?;
-    let corner = sim.state().position_at(0, sim.time());
+    let corner = sim.model().state().position_at(0, sim.time());
     println!("t = {:.2} s: dragged corner at {corner:.2}", sim.time());
 
     // Or take a snapshot of every position at once.
     let mut positions = Vec::new();
-    sim.positions_at(sim.time(), &mut positions);
+    sim.model().positions_at(sim.time(), &mut positions);
     let centre = positions.iter().copied().sum::<DVec3>() / positions.len() as f64;
     println!("centre of the sheet: {centre:.2}");
     println!("{} events so far", sim.stats().events.total());

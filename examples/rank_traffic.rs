@@ -35,6 +35,7 @@ use std::time::Instant;
 use acm::events::EventKind;
 use acm::scene::profile;
 use acm::state::VertexKind;
+use acm::Stepper;
 use acm::{NoFrames, Simulation};
 use glam::DVec3;
 
@@ -255,21 +256,24 @@ struct Window<'a> {
 
 impl Partition {
     fn new(sim: &Simulation, ranks: usize, weight: &[f64], x: &[DVec3]) -> Self {
-        let state = sim.state();
+        let state = sim.model().state();
         let mut owner = vec![SHARED; state.len()];
         let mut free: Vec<u32> = (0..state.len() as u32)
             .filter(|&v| state.kind[v as usize] == VertexKind::Free)
             .collect();
         bisect(&mut free, x, weight, 0, ranks, &mut owner);
         let mut elastic = Vec::new();
-        let (springs, hinges) = (&sim.springs().kernel.ends, &sim.hinges().kernel.verts);
+        let (springs, hinges) = (
+            &sim.model().springs().kernel.ends,
+            &sim.model().hinges().kernel.verts,
+        );
         for s in springs {
             ghosts_of(s, &owner, &mut elastic);
         }
         for h in hinges {
             ghosts_of(h, &owner, &mut elastic);
         }
-        for t in sim.triangles() {
+        for t in sim.model().triangles() {
             ghosts_of(t, &owner, &mut elastic);
         }
         elastic.sort_unstable();
@@ -385,6 +389,7 @@ fn main() -> ExitCode {
         }
     };
     let free = sim
+        .model()
         .state()
         .kind
         .iter()
@@ -404,13 +409,13 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args, mut sim: Simulation, eta1: f64) -> Result<(), Box<dyn std::error::Error>> {
-    let kind = sim.state().kind.clone();
+    let kind = sim.model().state().kind.clone();
     let free: Vec<u32> = (0..kind.len() as u32)
         .filter(|&v| kind[v as usize] == VertexKind::Free)
         .collect();
     sim.run_until(args.from, &mut NoFrames)?;
     let mut p0 = Vec::new();
-    sim.positions_at(args.from, &mut p0);
+    sim.model().positions_at(args.from, &mut p0);
     let mut weight = vec![1.0; p0.len()];
     if args.by_steps {
         sim.vertex_steps(&mut weight);
@@ -424,6 +429,7 @@ fn run(args: &Args, mut sim: Simulation, eta1: f64) -> Result<(), Box<dyn std::e
         .map(|&r| Partition::new(&sim, r, &weight, &p0))
         .collect();
     let longest = sim
+        .model()
         .triangles()
         .iter()
         .filter(|t| t.iter().any(|&v| kind[v as usize] == VertexKind::Free))
@@ -437,7 +443,7 @@ fn run(args: &Args, mut sim: Simulation, eta1: f64) -> Result<(), Box<dyn std::e
             .collect::<Vec<_>>()
     };
 
-    let mut last_t = sim.state().t.clone();
+    let mut last_t = sim.model().state().t.clone();
     let (mut kicks, mut pairs) = (Vec::new(), penalized(&sim));
     let (mut windows, mut events, mut engine) = (0u64, 0u64, 0.0);
     let count = ((args.until - args.from) / args.window - 1e-9).ceil() as u64;
@@ -451,7 +457,7 @@ fn run(args: &Args, mut sim: Simulation, eta1: f64) -> Result<(), Box<dyn std::e
         while windows < count && time >= end(windows) {
             // The event at `time` is done: a vertex it kicked is extrapolated back to the
             // window's end with its new velocity (off by one kick over time - end).
-            sim.positions_at(end(windows), &mut p1);
+            sim.model().positions_at(end(windows), &mut p1);
             pairs.extend(penalized(&sim));
             let close = close_pairs(&free, &p0, &p1, reach);
             let w = Window {
@@ -473,7 +479,7 @@ fn run(args: &Args, mut sim: Simulation, eta1: f64) -> Result<(), Box<dyn std::e
             event.kind,
             EventKind::Force | EventKind::Penalty | EventKind::Script
         ) {
-            for (v, (last, &t)) in last_t.iter_mut().zip(&sim.state().t).enumerate() {
+            for (v, (last, &t)) in last_t.iter_mut().zip(&sim.model().state().t).enumerate() {
                 if *last != t {
                     *last = t;
                     kicks.push((v as u32, t));
@@ -486,9 +492,9 @@ fn run(args: &Args, mut sim: Simulation, eta1: f64) -> Result<(), Box<dyn std::e
     println!(
         "{}: {} free of {} vertices, {:.4} to {:.4} s in {windows} windows of {} s; {events} events, \
          {total_kicks} kicks, engine {:.0} ns a kick on one machine; deepest layer {}; balance by {}; reach {reach:.3} cm",
-        sim.name(),
+        sim.model().name(),
         free.len(),
-        sim.state().len(),
+        sim.model().state().len(),
         args.from,
         args.until,
         args.window,

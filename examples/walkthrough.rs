@@ -7,6 +7,7 @@
 
 use acm::events::EventKind;
 use acm::scene::profile;
+use acm::Stepper;
 use acm::{NoFrames, Simulation};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -14,10 +15,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/particle_floor.toml");
     let scene = profile::load(&path, &[])?;
     let mut sim = Simulation::new(&scene)?;
-    let particle = sim.state().len() - 1;
-    let height = |sim: &Simulation| sim.state().position_at(particle, sim.time()).y;
+    let particle = sim.model().state().len() - 1;
+    let height = |sim: &Simulation| sim.model().state().position_at(particle, sim.time()).y;
     let (eta1, r1) = (scene.contact.eta1, scene.contact.r1);
-    let rest = eta1 - sim.state().mass[particle] * 981.0 / r1;
+    let rest = eta1 - sim.model().state().mass[particle] * 981.0 / r1;
 
     println!(
         "{:>10}  {:<34} {:>10} {:>10}",
@@ -45,8 +46,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         deepest = layers;
         // Print the approach and the first contact in full, then every 200th event.
         let near = height(&sim) < 1.5 * eta1;
-        if (near && shown < 40) || sim.events_processed() % 200 == 0 {
-            let v = sim.state().v[particle].y;
+        if (near && shown < 40) || sim.work_done() % 200 == 0 {
+            let v = sim.model().state().v[particle].y;
             println!(
                 "{:>10.6}  {:<34} {:>10.6} {:>10.4}",
                 event.time,
@@ -60,7 +61,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "\nrest height {:.5} cm (eta1 - m g / r1 = {rest:.5} cm), deepest layer {deepest}, {} events",
         height(&sim),
-        sim.events_processed()
+        sim.work_done()
     );
     Ok(())
 }

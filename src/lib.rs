@@ -23,26 +23,37 @@
 #![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod check;
+pub mod compare;
+mod driver;
 pub mod engine;
+mod error;
 pub mod events;
 pub mod forces;
 pub mod implicit;
 pub mod kds;
 pub mod mesh;
+pub mod model;
 pub mod output;
 pub mod penalty;
 #[cfg(feature = "plot")]
 pub mod plot;
 pub mod profiling;
+mod run_stats;
 pub mod scene;
 pub mod state;
+mod stepper;
 pub mod sync;
 #[cfg(test)]
 mod test_rng;
 pub mod threads;
 
-pub use engine::{Frame, FrameSink, NoFrames, Processed, RunError, Simulation, Stats, WaitPolicy};
+pub use driver::driver;
+pub use engine::{Processed, Simulation, Stats, WaitPolicy};
+pub use error::{Error, RunError};
+pub use model::Model;
+pub use run_stats::RunStats;
 pub use scene::Scene;
+pub use stepper::{Frame, FrameSink, NoFrames, PenaltyNow, Stepper};
 
 /// The built-in default scene: the profile `profiles/sheet_on_sphere.toml` (a sheet draping
 /// over a sphere, with contact), compiled in so that `acm run` works from any directory.

@@ -6,6 +6,7 @@ mod common;
 use acm::check::{measure, Conservation};
 use acm::forces::{bending, spring};
 use acm::scene::{Material, SpeedSettings};
+use acm::Stepper;
 use acm::{NoFrames, Scene, Simulation};
 use common::{sheet_scene, Rng};
 use glam::DVec3;
@@ -24,7 +25,7 @@ fn material(stretch_damping: f64, bend_damping: f64) -> Material {
 /// Gives every free vertex of `scene`'s first object a random velocity.
 fn randomize_velocities(sim: &mut Simulation, seed: u64, speed: f64) {
     let mut rng = Rng(seed);
-    let n = sim.state().len();
+    let n = sim.model().state().len();
     for i in 0..n {
         assert!(sim.set_velocity(i, rng.vec(speed)));
     }
@@ -32,7 +33,7 @@ fn randomize_velocities(sim: &mut Simulation, seed: u64, speed: f64) {
 
 fn conservation_now(sim: &Simulation) -> Conservation {
     let mut positions = Vec::new();
-    sim.positions_at(sim.time(), &mut positions);
+    sim.model().positions_at(sim.time(), &mut positions);
     measure(sim, sim.time(), &positions)
 }
 
@@ -49,16 +50,16 @@ fn equal_clocks_reproduce_symplectic_euler() {
     }
     let mut sim = Simulation::new(&scene).unwrap();
     let mut rng = Rng(7);
-    for i in 0..sim.state().len() {
+    for i in 0..sim.model().state().len() {
         sim.set_velocity(i, rng.vec(5.0));
     }
 
     // The reference: plain symplectic Euler with the same potentials.
-    let state = sim.state();
+    let state = sim.model().state();
     let (mut x, mut v) = (state.x.clone(), state.v.clone());
     let inv_mass = state.inv_mass.clone();
-    let springs = &sim.springs().kernel;
-    let hinges = &sim.hinges().kernel;
+    let springs = &sim.model().springs().kernel;
+    let hinges = &sim.model().hinges().kernel;
     for _ in 0..steps {
         let mut force = vec![DVec3::ZERO; x.len()];
         for e in 0..springs.ends.len() {
@@ -93,7 +94,7 @@ fn equal_clocks_reproduce_symplectic_euler() {
     sim.run_until((steps as f64 - 0.5) * h, &mut NoFrames)
         .unwrap();
     let mut avi = Vec::new();
-    sim.positions_at(steps as f64 * h, &mut avi);
+    sim.model().positions_at(steps as f64 * h, &mut avi);
     let worst = avi
         .iter()
         .zip(&x)
@@ -108,7 +109,7 @@ fn equal_clocks_reproduce_symplectic_euler() {
     // And the motion was not trivial.
     let moved = avi
         .iter()
-        .zip(&sim.state().x)
+        .zip(&sim.model().state().x)
         .map(|(a, b)| a.distance(*b))
         .fold(0.0, f64::max);
     assert!(sim.stats().events.stretching == steps as u64 && moved > 0.0);
@@ -130,7 +131,7 @@ fn free_sheet() -> Simulation {
 fn asynchronous_run_conserves_linear_and_angular_momentum() {
     let mut sim = free_sheet();
     let start = conservation_now(&sim);
-    let state = sim.state();
+    let state = sim.model().state();
     let p_scale: f64 = (0..state.len())
         .map(|i| state.mass[i] * state.v[i].length())
         .sum();
@@ -152,7 +153,7 @@ fn asynchronous_run_conserves_linear_and_angular_momentum() {
     assert!(dp < 1e-12, "linear momentum drifted by {dp:e} (relative)");
     assert!(dl < 1e-12, "angular momentum drifted by {dl:e} (relative)");
     // Elements really ran asynchronously: several distinct clocks.
-    let clocks = sim.stats().clocks.stretching.unwrap();
+    let clocks = sim.stats().run.clocks.stretching.unwrap();
     let (lo, hi) = (clocks.min, clocks.max);
     assert!(
         hi > 1.01 * lo,

@@ -8,6 +8,7 @@ use std::path::Path;
 use acm::check::{measure, AuditReport, Conservation};
 use acm::mesh;
 use acm::scene::{profile, Material, Scene, SceneObject};
+use acm::Stepper;
 use acm::{Frame, FrameSink, NoFrames, RunError, Simulation, WaitPolicy};
 use common::{acm, head_on, momentum, momentum_scale, profiles_dir, Audited};
 use glam::DVec3;
@@ -51,11 +52,11 @@ fn walkthrough_particle_rests_where_layer_one_balances_gravity() {
     run_audited(&mut sim, 1.0);
     // Time-average the height over the second half of the run.
     let (mut sum, mut n) = (0.0, 0);
-    let particle = sim.objects()[1].first_vertex as usize;
+    let particle = sim.model().objects()[1].first_vertex as usize;
     for k in 1..=2000 {
         let t = 1.0 + k as f64 * 5e-4;
         sim.run_until(t, &mut NoFrames).unwrap();
-        sum += sim.state().position_at(particle, t).y;
+        sum += sim.model().state().position_at(particle, t).y;
         n += 1;
     }
     let rest = sum / n as f64;
@@ -78,7 +79,7 @@ fn thrown_particle_never_penetrates_and_goes_deeper_when_faster() {
         scene.gravity = DVec3::ZERO;
         scene.frame_interval = 1.0 / speed;
         let mut sim = Simulation::new(&scene).unwrap();
-        let particle = sim.objects()[1].first_vertex as usize;
+        let particle = sim.model().objects()[1].first_vertex as usize;
         // Long enough to reach the floor and bounce off.
         let end = 3.0 / speed;
         let mut lowest = f64::INFINITY;
@@ -86,7 +87,7 @@ fn thrown_particle_never_penetrates_and_goes_deeper_when_faster() {
         for k in 1..=300 {
             let t = end * k as f64 / 300.0;
             sim.run_until(t, &mut NoFrames).unwrap();
-            lowest = lowest.min(sim.state().position_at(particle, t).y);
+            lowest = lowest.min(sim.model().state().position_at(particle, t).y);
         }
         assert!(
             lowest > 0.0,
@@ -95,7 +96,7 @@ fn thrown_particle_never_penetrates_and_goes_deeper_when_faster() {
         let contact = sim.stats().contact.clone().unwrap();
         assert!(contact.min_distance > 0.0);
         assert!(
-            sim.state().v[particle].y > 0.0,
+            sim.model().state().v[particle].y > 0.0,
             "speed {speed}: it bounced back"
         );
         deepest.push(contact.deepest_layer);
@@ -125,8 +126,8 @@ fn sheets_colliding_head_on_conserve_momentum() {
     assert!(drift < 1e-10, "momentum drifted by {drift:e} (relative)");
     // They collided (COR 0): the layers took out at least 90% of the 1100 cm/s approach.
     let mean_vy = |o: usize| {
-        let r = &sim.objects()[o];
-        let vs = &sim.state().v[r.first_vertex as usize..][..r.vertex_count as usize];
+        let r = &sim.model().objects()[o];
+        let vs = &sim.model().state().v[r.first_vertex as usize..][..r.vertex_count as usize];
         vs.iter().map(|v| v.y).sum::<f64>() / vs.len() as f64
     };
     assert!(
@@ -147,7 +148,7 @@ fn sheet_on_sphere_stays_clean() {
     let contact = sim.stats().contact.clone().unwrap();
     assert!(contact.deepest_layer >= 1, "the sheet touched the sphere");
     // The live counter behind the progress bar agrees with the per-kind counts.
-    assert_eq!(sim.events_processed(), sim.stats().events_total);
+    assert_eq!(sim.work_done(), sim.stats().events_total);
 }
 
 /// Audits every frame exactly and records the energies at each.
@@ -158,7 +159,7 @@ struct AuditedEnergy {
 
 impl FrameSink for AuditedEnergy {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        (self.energies).push(measure(frame.simulation, frame.time, frame.positions));
+        (self.energies).push(measure(frame.stepper, frame.time, frame.positions));
         self.audit.frame(frame)
     }
 }
@@ -349,9 +350,9 @@ fn runs_are_bit_identical_on_any_number_of_threads(overrides: &[String]) {
             sim.set_wait_policy(wait);
             sim.run_until(0.04, &mut NoFrames).unwrap();
             let mut x = Vec::new();
-            sim.positions_at(0.04, &mut x);
+            sim.model().positions_at(0.04, &mut x);
             // The engine ran on the caller's pool, not on one of its own or the global one.
-            assert_eq!(sim.stats().threads, threads);
+            assert_eq!(sim.stats().run.threads, threads);
             (x, sim.stats().events)
         })
     };
@@ -488,7 +489,7 @@ fn stepping_event_by_event_is_the_same_run() {
     whole.run_until(0.1, &mut NoFrames).unwrap();
     let mut stepped = Simulation::new(&scene).unwrap();
     let mut kinds = std::collections::HashSet::new();
-    while stepped.events_processed() < whole.events_processed() {
+    while stepped.work_done() < whole.work_done() {
         let event = stepped.step(&mut NoFrames).unwrap().expect("events remain");
         assert!(event.time <= 0.1);
         kinds.insert(format!("{:?}", event.kind));
@@ -498,8 +499,8 @@ fn stepping_event_by_event_is_the_same_run() {
         "{kinds:?}"
     );
     let (mut a, mut b) = (Vec::new(), Vec::new());
-    whole.positions_at(0.1, &mut a);
-    stepped.positions_at(0.1, &mut b);
+    whole.model().positions_at(0.1, &mut a);
+    stepped.model().positions_at(0.1, &mut b);
     assert_eq!(a, b);
 }
 
@@ -588,23 +589,23 @@ fn walls_energies(sets: &[String], seed: f64, passes: usize) -> Vec<f64> {
     ]);
     let scene = profile::parse(BOUNCING_BETWEEN_WALLS, "walls", &profiles_dir(), &sets).unwrap();
     let mut sim = Simulation::new(&scene).unwrap();
-    let p = sim.objects()[2].first_vertex as usize;
+    let p = sim.model().objects()[2].first_vertex as usize;
     // Perturb the speed too, so that the starts meet the layer clocks at different phases.
-    let v = sim.state().v[p] * (1.0 + 1e-3 * seed);
+    let v = sim.model().state().v[p] * (1.0 + 1e-3 * seed);
     assert!(sim.set_velocity(p, v));
     sim.set_audit(true);
     let mut sink = Audited(AuditReport::default());
-    let m = sim.state().mass[p];
+    let m = sim.model().state().mass[p];
     let mut energies = Vec::new();
-    let mut side = sim.state().position_at(p, 0.0).y > 5.0;
+    let mut side = sim.model().state().position_at(p, 0.0).y > 5.0;
     while energies.len() < passes {
         sim.step(&mut sink)
             .expect("the run passes the audit")
             .expect("the run has not ended");
-        let now = sim.state().position_at(p, sim.time()).y > 5.0;
+        let now = sim.model().state().position_at(p, sim.time()).y > 5.0;
         if now != side {
             side = now;
-            energies.push(0.5 * m * sim.state().v[p].length_squared());
+            energies.push(0.5 * m * sim.model().state().v[p].length_squared());
         }
     }
     assert!(sink.0.frames > 0);
@@ -675,15 +676,15 @@ fn elastic_sheets_colliding_head_on_conserve_momentum_with_work_closure() {
     let scale = momentum_scale(&sim);
     let before = momentum(&sim);
     let mut x = Vec::new();
-    sim.positions_at(0.0, &mut x);
+    sim.model().positions_at(0.0, &mut x);
     let angular_before = measure(&sim, 0.0, &x).angular_momentum;
     run_audited(&mut sim, 0.006);
     let after = momentum(&sim);
-    sim.positions_at(sim.time(), &mut x);
+    sim.model().positions_at(sim.time(), &mut x);
     let angular_after = measure(&sim, sim.time(), &x).angular_momentum;
     let drift = (after - before).length() / scale;
-    let angular_scale: f64 = (0..sim.state().len())
-        .map(|i| sim.state().mass[i] * x[i].length() * sim.state().v[i].length())
+    let angular_scale: f64 = (0..sim.model().state().len())
+        .map(|i| sim.model().state().mass[i] * x[i].length() * sim.model().state().v[i].length())
         .sum();
     let angular_drift = (angular_after - angular_before).length() / angular_scale;
     eprintln!("elastic head-on sheets: momentum drift {drift:e}, angular {angular_drift:e}");
@@ -693,8 +694,8 @@ fn elastic_sheets_colliding_head_on_conserve_momentum_with_work_closure() {
         "angular momentum drifted by {angular_drift:e}"
     );
     let mean_vy = |o: usize| {
-        let r = &sim.objects()[o];
-        let vs = &sim.state().v[r.first_vertex as usize..][..r.vertex_count as usize];
+        let r = &sim.model().objects()[o];
+        let vs = &sim.model().state().v[r.first_vertex as usize..][..r.vertex_count as usize];
         vs.iter().map(|v| v.y).sum::<f64>() / vs.len() as f64
     };
     // Sheet 1 approached sheet 0 at +1100 cm/s.
@@ -801,10 +802,10 @@ fn a_ball_on_a_fan_of_triangles_is_pushed_once_per_contact_point() {
         ];
         let scene = profile::parse(BALL_ON_FAN, "ball_on_fan", &profiles_dir(), &sets).unwrap();
         let mut sim = Simulation::new(&scene).unwrap();
-        let ball = sim.objects()[1].clone();
+        let ball = sim.model().objects()[1].clone();
         let vertices = ball.first_vertex as usize..(ball.first_vertex + ball.vertex_count) as usize;
         let speed = |sim: &Simulation| {
-            let state = sim.state();
+            let state = sim.model().state();
             let mass: f64 = vertices.clone().map(|i| state.mass[i]).sum();
             let p: DVec3 = vertices.clone().map(|i| state.mass[i] * state.v[i]).sum();
             p.y / mass
@@ -942,10 +943,10 @@ fn a_particle_sliding_over_the_diagonal_of_a_flat_floor_gets_no_sideways_push() 
     scene.frame_interval = 0.01;
     let mut sim = Simulation::new(&scene).unwrap();
     run_audited(&mut sim, scene.duration);
-    let particle = sim.objects()[1].first_vertex as usize;
-    let x = sim.state().position_at(particle, scene.duration);
+    let particle = sim.model().objects()[1].first_vertex as usize;
+    let x = sim.model().state().position_at(particle, scene.duration);
     assert!(x.x > 1.0, "it crossed the diagonal: {x:?}");
-    let v = sim.state().v[particle];
+    let v = sim.model().state().v[particle];
     // No friction: only round-off may move it sideways.
     assert!(v.z.abs() <= 1e-9 * v.length(), "sideways {v:?}");
 }

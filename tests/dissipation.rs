@@ -5,6 +5,7 @@ mod common;
 use acm::mesh;
 use acm::penalty::layers::{LayerLaw, LayerSchedule};
 use acm::scene::{Material, Scene, SceneObject};
+use acm::Stepper;
 use acm::{NoFrames, Simulation};
 use glam::DVec3;
 
@@ -44,8 +45,8 @@ fn scene(object: SceneObject, cor: f64, friction: f64) -> Scene {
 
 /// Mass-weighted mean velocity of object 1.
 fn centre_velocity(sim: &Simulation) -> DVec3 {
-    let r = &sim.objects()[1];
-    let s = sim.state();
+    let r = &sim.model().objects()[1];
+    let s = sim.model().state();
     let range = r.first_vertex as usize..(r.first_vertex + r.vertex_count) as usize;
     let m: f64 = s.mass[range.clone()].iter().sum();
     range.map(|i| s.mass[i] * s.v[i]).sum::<DVec3>() / m
@@ -101,7 +102,7 @@ fn inelastic_particle_leaves_with_at_most_the_thesis_bound() {
     let mut sim = Simulation::new(&s).unwrap();
     sim.set_audit(true);
     sim.run_until(0.05, &mut NoFrames).unwrap();
-    let v_up = sim.state().v[4].y;
+    let v_up = sim.model().state().v[4].y;
     let deepest = sim.stats().contact.as_ref().unwrap().deepest_layer;
     assert!(deepest >= 1);
     // §6.4: with COR 0 a layer can leave at most r(l) eta(l) h(l) of velocity per unit mass.
@@ -143,9 +144,9 @@ fn slide(mu: f64) -> (f64, f64) {
     let mut sim = Simulation::new(&s).unwrap();
     sim.set_audit(true);
     let start = centre_velocity(&sim).x;
-    let x0 = sim.state().x[4].x;
+    let x0 = sim.model().state().x[4].x;
     sim.run_until(0.25, &mut NoFrames).unwrap();
-    let x1 = sim.state().position_at(4, 0.25).x;
+    let x1 = sim.model().state().position_at(4, 0.25).x;
     ((x1 - x0), (centre_velocity(&sim).x - start).abs() / start)
 }
 

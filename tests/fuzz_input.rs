@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use acm::scene::profile;
+use acm::Stepper;
 use acm::{NoFrames, Simulation};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -288,7 +289,7 @@ fn load_and_step(
         }
     }
     let mut positions = Vec::new();
-    sim.positions_at(sim.time(), &mut positions);
+    sim.model().positions_at(sim.time(), &mut positions);
     prop_assert!(positions.iter().all(|p| p.is_finite()), "non-finite state");
     Ok(())
 }

@@ -4,6 +4,7 @@ mod common;
 
 use std::path::Path;
 
+use acm::Stepper;
 use common::{acm, profiles_dir};
 use plotters::style::{Color, Palette, Palette99};
 
@@ -193,7 +194,7 @@ fn plot_names_the_missing_or_malformed_file() {
 fn vertex_steps_are_the_family_clock_until_deep_layers_undercut_it() {
     let scene = common::head_on();
     let mut sim = acm::Simulation::new(&scene).unwrap();
-    let clocks = sim.stats().clocks;
+    let clocks = sim.stats().run.clocks;
     let family = [clocks.stretching, clocks.bending]
         .into_iter()
         .flatten()
@@ -205,7 +206,7 @@ fn vertex_steps_are_the_family_clock_until_deep_layers_undercut_it() {
         steps.iter().all(|&h| h == family),
         "before contact: {family}"
     );
-    assert_eq!(sim.penalty_now(), acm::engine::PenaltyNow::default());
+    assert_eq!(sim.penalty_now(), acm::PenaltyNow::default());
 
     // Through the impact and the rebounds: the smallest step is the clock of the deepest active
     // layer (or the family clock if that is smaller), so it falls as the layer deepens.
@@ -239,13 +240,15 @@ fn vertex_steps_are_the_family_clock_until_deep_layers_undercut_it() {
 /// sheets has a vertex on each sheet (they meet head on; neither touches itself).
 fn penalty_pairs_match_penalty_now(sim: &acm::Simulation) {
     let now = sim.penalty_now();
-    let b = sim.objects()[1].first_vertex;
+    let b = sim.model().objects()[1].first_vertex;
     let mut deepest = 0;
     let mut count = 0;
     for (vertices, layer) in sim.penalty_pairs() {
         assert!(matches!(vertices.len(), 4 | 6), "{vertices:?}");
         assert!(vertices.iter().any(|&v| v < b) && vertices.iter().any(|&v| v >= b));
-        assert!(vertices.iter().all(|&v| (v as usize) < sim.state().len()));
+        assert!(vertices
+            .iter()
+            .all(|&v| (v as usize) < sim.model().state().len()));
         deepest = deepest.max(layer);
         count += 1;
     }

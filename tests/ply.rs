@@ -6,10 +6,11 @@ mod common;
 
 use std::path::Path;
 
-use acm::engine::{Frame, FrameSink, RunError};
 use acm::mesh::{parse_obj, strip_triangles};
 use acm::output::FrameFormat;
 use acm::Simulation;
+use acm::Stepper;
+use acm::{Frame, FrameSink, RunError};
 use common::{acm, profiles_dir};
 use glam::DVec3;
 
@@ -111,7 +112,7 @@ struct Velocities(Vec<Vec<DVec3>>);
 
 impl FrameSink for Velocities {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        self.0.push(frame.simulation.state().v.clone());
+        self.0.push(frame.model().state().v.clone());
         Ok(())
     }
 }

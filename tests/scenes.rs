@@ -6,6 +6,7 @@ mod common;
 
 use acm::check::{audit_positions, measure, AuditReport};
 use acm::scene::profile;
+use acm::Stepper;
 use acm::{Frame, FrameSink, RunError, Simulation};
 use common::profiles_dir;
 use glam::DVec3;
@@ -27,6 +28,7 @@ impl Recorded {
     fn range(&self, name: &str) -> std::ops::Range<usize> {
         let o = self
             .sim
+            .model()
             .objects()
             .iter()
             .find(|o| o.name == name)
@@ -36,9 +38,15 @@ impl Recorded {
 
     /// Triangles (global indices) of the object called `name`.
     fn triangles(&self, name: &str) -> &[[u32; 3]] {
-        let o = self.sim.objects().iter().find(|o| o.name == name).unwrap();
+        let o = self
+            .sim
+            .model()
+            .objects()
+            .iter()
+            .find(|o| o.name == name)
+            .unwrap();
         let first = o.first_triangle as usize;
-        &self.sim.triangles()[first..first + o.triangle_count as usize]
+        &self.sim.model().triangles()[first..first + o.triangle_count as usize]
     }
 
     /// Positions of object `name` at frame `f`.
@@ -72,10 +80,10 @@ impl FrameSink for Recorder {
         self.time.push(frame.time);
         self.positions.push(frame.positions.to_vec());
         self.energy
-            .push(measure(frame.simulation, frame.time, frame.positions).total);
+            .push(measure(frame.stepper, frame.time, frame.positions).total);
         audit_positions(
             frame.positions,
-            frame.simulation.triangles(),
+            frame.model().triangles(),
             1.0,
             frame.index,
             &mut self.audit,

@@ -7,6 +7,7 @@ mod common;
 use acm::check::AuditReport;
 use acm::engine::ContactStats;
 use acm::scene::{profile, ContactScheduler, Material, Scene, SceneObject};
+use acm::Stepper;
 use acm::{Frame, FrameSink, RunError, Simulation};
 use common::{profiles_dir, Audited};
 use glam::DVec3;
@@ -57,15 +58,18 @@ fn a_fast_particle_rolls_a_window_back_and_stays_above_the_floor() {
     assert!(c.rollbacks >= 1, "no window rolled back: {c:?}");
     // The runs rolled back processed events, which the committed counts leave out.
     assert!(c.rolled_back_events >= 1, "{c:?}");
-    assert_eq!(sim.events_processed(), sim.stats().events_total);
+    assert_eq!(sim.work_done(), sim.stats().events_total);
     assert!(c.windows >= 10, "{} windows", c.windows);
     assert!(c.deepest_layer >= 1, "no layer switched on");
     assert_eq!(audit.frames, 11);
     assert_eq!(audit.intersecting_pairs, 0, "{:?}", audit.first_bad);
-    let p = sim.state().len() - 1;
-    let y = sim.state().position_at(p, sim.time()).y;
+    let p = sim.model().state().len() - 1;
+    let y = sim.model().state().position_at(p, sim.time()).y;
     assert!(y > 0.0, "the particle ended below the floor: y = {y}");
-    assert!(sim.state().v[p].y > 0.0, "the particle did not rebound");
+    assert!(
+        sim.model().state().v[p].y > 0.0,
+        "the particle did not rebound"
+    );
 }
 
 /// `ball_plate` to 0.06 s under `scheduler`, with `extra` overrides.
@@ -80,14 +84,14 @@ fn ball_plate(scheduler: &str, extra: &[&str]) -> Scene {
 
 /// Every vertex's position now.
 fn positions_now(sim: &Simulation) -> Vec<DVec3> {
-    (0..sim.state().len())
-        .map(|i| sim.state().position_at(i, sim.time()))
+    (0..sim.model().state().len())
+        .map(|i| sim.model().state().position_at(i, sim.time()))
         .collect()
 }
 
 /// The penalty energy of `sim`'s layers now.
 fn penalty_energy_now(sim: &Simulation) -> f64 {
-    sim.penalty_energy(&positions_now(sim))
+    sim.contact_energy(&positions_now(sim))
 }
 
 #[test]
@@ -313,7 +317,7 @@ struct Motion(Vec<Vec<DVec3>>, Vec<(f64, f64)>, Audited);
 
 impl FrameSink for Motion {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        let kinetic = acm::check::measure(frame.simulation, frame.time, frame.positions).kinetic;
+        let kinetic = acm::check::measure(frame.stepper, frame.time, frame.positions).kinetic;
         self.0.push(frame.positions.to_vec());
         self.1.push((frame.time, kinetic));
         self.2.frame(frame)

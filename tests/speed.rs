@@ -6,6 +6,7 @@ mod common;
 
 use acm::check::{measure, AuditReport};
 use acm::scene::{profile, ContactScheduler, Scene, SpeedSettings};
+use acm::Stepper;
 use acm::{Frame, FrameSink, NoFrames, RunError, Simulation, Stats};
 use common::{head_on, momentum, momentum_scale, Audited};
 use glam::DVec3;
@@ -83,11 +84,15 @@ fn without_super_elements_every_element_and_vertex_has_its_own_event() {
     scene.gravity = DVec3::new(0.0, -981.0, 0.0);
     let events = |speed: SpeedSettings| {
         let sim = run_audited(&scene, speed, 0.002);
-        sim.stats().model.force_events
+        sim.stats().run.model.force_events
     };
     let (springs, hinges, vertices) = {
         let sim = Simulation::new(&scene).unwrap();
-        (sim.springs().len(), sim.hinges().len(), sim.state().len())
+        (
+            sim.model().springs().len(),
+            sim.model().hinges().len(),
+            sim.model().state().len(),
+        )
     };
     assert_eq!(
         events(SpeedSettings::ALL),
@@ -117,8 +122,8 @@ fn gravity_per_vertex_gives_the_same_trajectory_as_the_gravity_super_element() {
         let sim = run_audited(&scene, speed, 0.3);
         assert!(sim.stats().contact.as_ref().unwrap().deepest_layer >= 1);
         let mut x = Vec::new();
-        sim.positions_at(0.3, &mut x);
-        (x, sim.stats().model.force_events)
+        sim.model().positions_at(0.3, &mut x);
+        (x, sim.stats().run.model.force_events)
     };
     let (grouped, one) = run(true);
     let (per_vertex, many) = run(false);
@@ -167,7 +172,7 @@ fn per_pair_layer_events_give_the_trajectory_of_super_events_with_restitution_an
                 };
                 let (sim, frames) = run_recorded(&scene, speed, 0.006);
                 let contact = sim.stats().contact.clone().unwrap();
-                (frames, sim.state().v.clone(), contact)
+                (frames, sim.model().state().v.clone(), contact)
             };
             let (grouped, per_pair) = (run(true), run(false));
             let label = format!("{scheduler:?}, cor {cor}, friction {friction}");
@@ -255,7 +260,7 @@ fn a_preset_none_run_is_deterministic() {
         let mut sim = Simulation::new(&scene).unwrap();
         sim.run_until(0.004, &mut NoFrames).unwrap();
         let mut x = Vec::new();
-        sim.positions_at(0.004, &mut x);
+        sim.model().positions_at(0.004, &mut x);
         x
     };
     assert!(run() == run());
@@ -426,16 +431,16 @@ fn clock_bins_tick_the_compactor_blob_less_often_and_gravity_at_the_median_step(
     };
     let (binned, single) = (build(true), build(false));
     let ticks_per_second = |sim: &Simulation| {
-        let bins = &sim.hinges().bins;
+        let bins = &sim.model().hinges().bins;
         bins.iter()
             .map(|b| b.elements.len() as f64 / b.clock)
             .sum::<f64>()
     };
-    assert_eq!(single.hinges().bins.len(), 1);
-    assert!(binned.hinges().bins.len() >= 3);
+    assert_eq!(single.model().hinges().bins.len(), 1);
+    assert!(binned.model().hinges().bins.len() >= 3);
     let ratio = ticks_per_second(&binned) / ticks_per_second(&single);
     assert!(ratio < 0.5, "hinge ticks per second: {ratio} of unbinned");
-    let (clocks, single_clocks) = (&binned.stats().clocks, &single.stats().clocks);
+    let (clocks, single_clocks) = (&binned.stats().run.clocks, &single.stats().run.clocks);
     assert_eq!(single_clocks.gravity, single_clocks.external);
     // Gravity takes the median vertex's step, here the second bin (twice the smallest clock),
     // rounded down to divide the 0.02 s frame interval.
@@ -443,7 +448,11 @@ fn clock_bins_tick_the_compactor_blob_less_often_and_gravity_at_the_median_step(
     assert!((ticks_per_frame - ticks_per_frame.round()).abs() < 1e-6);
     assert!(clocks.gravity > 1.9 * clocks.bending.unwrap().min);
     // Every element ticks at least as often as its own stable clock asks.
-    let (springs, hinges, state) = (binned.springs(), binned.hinges(), binned.state());
+    let (springs, hinges, state) = (
+        binned.model().springs(),
+        binned.model().hinges(),
+        binned.model().state(),
+    );
     let safety = scene.integrator.safety;
     let spring_shares =
         acm::forces::ElementKernel::inverse_mass_shares(&springs.kernel, &state.inv_mass);

@@ -4,10 +4,11 @@
 mod common;
 
 use acm::check::{audit_positions, AuditReport};
-use acm::engine::{Frame, FrameSink, RunError};
 use acm::mesh;
 use acm::scene::{profile, FailSafe, Material, Method, Scene, SceneObject};
 use acm::sync::SyncSimulation;
+use acm::Stepper;
+use acm::{Frame, FrameSink, RunError};
 use common::profiles_dir;
 use glam::{DQuat, DVec3};
 
@@ -18,7 +19,7 @@ impl FrameSink for Audit {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
         audit_positions(
             frame.positions,
-            frame.simulation.triangles(),
+            frame.model().triangles(),
             0.0,
             frame.index,
             &mut self.0,
@@ -74,12 +75,12 @@ fn a_step_beyond_the_range_collision_detection_resolves_stops_the_run() {
     let mut sim = SyncSimulation::new(&scene).unwrap();
     let mut audit = Audit(AuditReport::new());
     let error = sim.run_until(0.1, &mut audit).unwrap_err();
-    let acm::sync::SyncError::Run(RunError::OutOfRange { time, vertex }) = error else {
+    let RunError::OutOfRange { time, vertex } = error else {
         panic!("{error}");
     };
     assert_eq!((time, vertex), (2e-4, 4), "{error}");
     assert_eq!(audit.0.frames, 1, "only the start");
-    let state = sim.simulation().state();
+    let state = sim.model().state();
     let (x, v) = (state.x[4], state.v[4]);
     assert!(
         x.abs().max_element().max(2e-4 * v.abs().max_element()) > 1e100,
@@ -92,9 +93,9 @@ struct Momentum(Vec<DVec3>, f64);
 
 impl FrameSink for Momentum {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        let c = acm::check::measure(frame.simulation, frame.time, frame.positions);
+        let c = acm::check::measure(frame.stepper, frame.time, frame.positions);
         self.0.push(c.momentum);
-        let state = frame.simulation.state();
+        let state = frame.model().state();
         let scale: f64 = (0..state.len())
             .map(|i| state.mass[i] * state.v[i].length())
             .sum();

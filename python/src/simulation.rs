@@ -5,9 +5,9 @@ use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use acm::check::{audit_positions, AuditReport};
-use acm::engine::{Frame, FrameSink, RunError};
 use acm::scene::Method;
 use acm::state::VertexKind;
+use acm::{Frame, FrameSink, RunError, Stepper};
 use glam::DVec3;
 use numpy::{AllowTypeChange, PyArray2, PyArrayLike1, PyArrayLike2, PyArrayLikeDyn};
 use pyo3::prelude::*;
@@ -133,7 +133,7 @@ impl Simulation {
             (Some(Err(_)), None, Some(raised)) => Err(raised),
             (Some(Err(e)), None, None) => Err(crate::RunError::new_err(format!(
                 "{}: {e}",
-                self.sim.name()
+                self.sim.model().name()
             ))),
             (None, None, _) => Err(crate::RunError::new_err(
                 "the engine stopped without a result",
@@ -225,7 +225,7 @@ impl Simulation {
         t: Option<f64>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let t = self.at(t)?;
-        let state = self.sim.state();
+        let state = self.sim.model().state();
         Ok(arrays::to_numpy(py, state.len(), |i| {
             state.position_at(i, t)
         }))
@@ -233,13 +233,13 @@ impl Simulation {
 
     /// Every vertex's velocity now (cm/s), a new float64 array of shape (n, 3).
     fn velocities<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
-        let v = &self.sim.state().v;
+        let v = &self.sim.model().state().v;
         arrays::to_numpy(py, v.len(), |i| v[i])
     }
 
     /// The triangles over all objects (global vertex indices), an int64 array of shape (m, 3).
     fn triangles<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
-        arrays::triangles_to_numpy(py, self.sim.triangles())
+        arrays::triangles_to_numpy(py, self.sim.model().triangles())
     }
 
     /// Per object, in order: `(name, first_vertex, vertex_count)`; global vertex `first_vertex +
@@ -247,6 +247,7 @@ impl Simulation {
     #[getter]
     fn objects(&self) -> Vec<(String, u32, u32)> {
         self.sim
+            .model()
             .objects()
             .iter()
             .map(|o| (o.name.clone(), o.first_vertex, o.vertex_count))
@@ -279,7 +280,7 @@ impl Simulation {
                 )))
             }
         };
-        let state = self.sim.state();
+        let state = self.sim.model().state();
         for (j, &vertex) in vertices.iter().enumerate() {
             let vertex = vertex as usize;
             if vertex >= state.len() {
@@ -331,18 +332,18 @@ impl Simulation {
             Some(p) => arrays::points("positions", p)?,
             None => {
                 let mut now = Vec::new();
-                self.sim.positions_at(self.sim.time(), &mut now);
+                self.sim.model().positions_at(self.sim.time(), &mut now);
                 now
             }
         };
-        if positions.len() != self.sim.state().len() {
+        if positions.len() != self.sim.model().state().len() {
             return Err(InputError::new_err(format!(
                 "positions: expected {} rows (one per vertex), got {}",
-                self.sim.state().len(),
+                self.sim.model().state().len(),
                 positions.len()
             )));
         }
-        let triangles = self.sim.triangles();
+        let triangles = self.sim.model().triangles();
         let mut report = AuditReport::default();
         py.detach(|| {
             self.pool
@@ -355,8 +356,8 @@ impl Simulation {
     fn __repr__(&self) -> String {
         format!(
             "Simulation({:?}: {} vertices, t = {} s)",
-            self.sim.name(),
-            self.sim.state().len(),
+            self.sim.model().name(),
+            self.sim.model().state().len(),
             self.sim.time()
         )
     }

@@ -8,14 +8,13 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use acm::engine::{Frame, FrameSink, RunError, WaitPolicy};
-use acm::implicit::{ImplicitError, ImplicitSimulation};
+use acm::implicit::ImplicitSimulation;
 use acm::output::{write_stats, ContactCsv, EnergyCsv, FrameFormat, StepsCsv};
 use acm::profiling::{is_task, TraceTotals};
 use acm::scene::profile::{self, ProfileError};
 use acm::scene::{Method, SceneError};
-use acm::sync::{SyncError, SyncSimulation};
-use acm::{Scene, Simulation};
+use acm::sync::SyncSimulation;
+use acm::{Frame, FrameSink, RunError, Scene, Simulation, Stepper, WaitPolicy};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::Write as _;
@@ -243,7 +242,57 @@ fn bad_scene(source: &str, e: SceneError) -> Failure {
 fn run(args: RunArgs) -> Result<(), Failure> {
     let mut scene = load(args.profile.as_deref(), &args.overrides)?;
     let file = source(args.profile.as_deref());
-    let until = match (args.frames, args.until) {
+    let until = run_until_time(&args, &scene)?;
+    let pool = thread_pool(args.threads)?;
+    let (name, frame_interval) = (scene.name.clone(), scene.frame_interval);
+    // Texture coordinates go to the frames, not to the model.
+    let uvs: Vec<_> = (scene.objects.iter_mut())
+        .map(|o| o.mesh.uvs.take())
+        .collect();
+    // Build before touching the output directory, so bad input leaves it as it was. The scene
+    // is freed once built; the build's parallel parts run on the run's threads too.
+    let mut stepper = pool.install(|| build_stepper(scene, &args, &file))?;
+    let outputs = Outputs::create(&args, stepper.method(), uvs)?;
+    let mut sink = RunSink {
+        progress: progress_bar(until, frame_interval),
+        started: Instant::now(),
+        ..outputs.sink
+    };
+    stop_on_ctrl_c();
+    stepper.stop_when(&INTERRUPTED);
+    if outputs.trace.is_some() {
+        acm::profiling::start_trace();
+    }
+    let result = pool.install(|| stepper.run_until(until, &mut sink));
+    sink.progress.finish_and_clear();
+    if let Some((path, mut file)) = outputs.trace {
+        let totals = acm::profiling::finish_trace(&mut file)
+            .and_then(|totals| file.flush().map(|()| totals))
+            .map_err(|e| Failure::Internal(format!("{}: {e}", path.display())))?;
+        print_zone_totals(&totals, stepper.run_stats().wall_seconds);
+    }
+    write_stats(&outputs.stats_path, &stepper.stats_json())
+        .map_err(|e| Failure::Internal(format!("{}: {e}", outputs.stats_path.display())))?;
+    match result {
+        Ok(()) => {
+            let r = stepper.run_stats();
+            println!(
+                "{name}: {} frames in {} ({} vertices, {:.3} s simulated, {})",
+                r.frames,
+                args.out.display(),
+                r.model.vertices,
+                r.simulated_seconds,
+                stepper.summary()
+            );
+            Ok(())
+        }
+        Err(e) => Err(run_failure(e, &name, &args.out)),
+    }
+}
+
+/// The simulated time `acm run` goes to: `--frames`, `--until`, or the scene's duration.
+fn run_until_time(args: &RunArgs, scene: &Scene) -> Result<f64, Failure> {
+    Ok(match (args.frames, args.until) {
         (Some(0), _) => return Err(Failure::BadInput("--frames must be at least 1".into())),
         (Some(n), _) => (n - 1) as f64 * scene.frame_interval,
         (None, Some(t)) if !(t.is_finite() && t >= 0.0) => {
@@ -253,199 +302,114 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         }
         (None, Some(t)) => t,
         (None, None) => scene.duration,
-    };
-    let pool = thread_pool(args.threads)?;
-    // Build before touching the output directory, so bad input leaves it as it was.
-    let (name, frame_interval) = (scene.name.clone(), scene.frame_interval);
-    // Texture coordinates go to the frames, not to the simulation.
-    let uvs: Vec<_> = scene
-        .objects
-        .iter_mut()
-        .map(|o| o.mesh.uvs.take())
-        .collect();
-    // The scene is freed once built (its meshes during the build): the simulation holds its
-    // own copies. The build's parallel parts run on the run's threads too.
-    let built = pool.install(|| match scene.integrator.method {
-        Method::Acm => Ok((
-            Some(Simulation::from_scene(scene).map_err(|e| bad_scene(&file, e))?),
-            None,
-            None,
-        )),
-        Method::Sync | Method::Implicit if args.trace.is_some() => Err(Failure::BadInput(
-            "--trace traces ACM's event loop; it is not available with integrator = sync \
-                 or implicit"
-                .into(),
-        )),
-        Method::Sync => {
-            let sim = SyncSimulation::new(&scene).map_err(|e| bad_scene(&file, e))?;
-            drop(scene);
-            Ok((None, Some(sim), None))
-        }
-        Method::Implicit => {
-            let sim = ImplicitSimulation::new(&scene).map_err(|e| bad_scene(&file, e))?;
-            drop(scene);
-            Ok((None, None, Some(sim)))
-        }
-    });
-    let (mut acm_sim, mut sync_sim, mut implicit_sim) = built?;
-    let path_error = |flag: &str, path: &Path, e: std::io::Error| {
-        Failure::BadInput(format!("{flag} {}: {e}", path.display()))
-    };
-    // Every output path is checked before anything is written, so a typo costs no simulated
-    // time and leaves no partial output.
-    if args.out.exists() && !args.out.is_dir() {
-        return Err(Failure::BadInput(format!(
-            "--out {}: exists and is not a directory",
-            args.out.display()
-        )));
-    }
-    std::fs::create_dir_all(&args.out).map_err(|e| path_error("--out", &args.out, e))?;
-    let trace = match &args.trace {
-        Some(path) => Some((
-            path,
-            std::io::BufWriter::new(
-                std::fs::File::create(path).map_err(|e| path_error("--trace", path, e))?,
-            ),
-        )),
-        None => None,
-    };
-    let stats_flag = if args.stats.is_some() {
-        "--stats"
-    } else {
-        "--out"
-    };
-    let stats_path = args.stats.unwrap_or_else(|| args.out.join("stats.json"));
-    if let Err(e) = std::fs::File::create(&stats_path) {
-        if let Some((path, _)) = &trace {
-            // Leave nothing behind: the trace file was created empty just above.
-            let _ = std::fs::remove_file(path);
-        }
-        return Err(path_error(stats_flag, &stats_path, e));
-    }
-    let stats_error =
-        |e: std::io::Error| Failure::Internal(format!("{}: {e}", stats_path.display()));
-    stop_on_ctrl_c();
-    let io = |e: std::io::Error| Failure::BadInput(format!("{}: {e}", args.out.display()));
-    let frames = args.format.create(&args.out, uvs).map_err(io)?;
-    let (contact_path, steps_path) = (args.out.join("contact.csv"), args.out.join("steps.csv"));
-    let (contact, steps) = if acm_sim.is_some() {
-        (
-            Some(ContactCsv::create(&contact_path).map_err(io)?),
-            Some(StepsCsv::create(&steps_path).map_err(io)?),
-        )
-    } else {
-        // A synchronous run has no penalty layers or vertex clocks: drop an earlier ACM run's
-        // files so `acm plot` does not mix the two.
-        for path in [&contact_path, &steps_path] {
-            match std::fs::remove_file(path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(e)),
-                _ => {}
+    })
+}
+
+/// The driver of `scene`'s method, with ACM's `--audit` and `--wait` applied; `--trace` and
+/// `--audit` are refused for the methods they do not apply to.
+fn build_stepper(scene: Scene, args: &RunArgs, file: &str) -> Result<Box<dyn Stepper>, Failure> {
+    let method = scene.integrator.method;
+    if method != Method::Acm {
+        for (flag, given) in [("--trace", args.trace.is_some()), ("--audit", args.audit)] {
+            if given {
+                return Err(Failure::BadInput(format!(
+                    "{flag} applies to ACM's event loop; it is not available with integrator = \
+                     {}",
+                    method.name()
+                )));
             }
         }
-        (None, None)
-    };
-    let mut sink = RunSink {
-        frames,
-        energy: EnergyCsv::create(&args.out.join("energy.csv")).map_err(io)?,
-        contact,
-        steps,
-        progress: progress_bar(until, frame_interval),
-        started: Instant::now(),
-    };
-    if let Some(sim) = &mut sync_sim {
-        sim.stop_when(&INTERRUPTED);
-        let result = pool.install(|| sim.run_until(until, &mut sink));
-        sink.progress.finish_and_clear();
-        write_json(&stats_path, sim.stats())?;
-        let s = sim.stats();
-        return match result {
-            Ok(()) => {
-                println!(
-                    "{}, {} synchronous steps of {:.3e} s, {:.2} s wall, {:.2} s in the velocity filter)",
-                    fixed_step_summary(&name, &s.run, &args.out),
-                    s.steps,
-                    s.step,
-                    s.run.wall_seconds,
-                    s.filter_seconds
-                );
-                Ok(())
-            }
-            Err(SyncError::Run(e)) => Err(run_failure(e, &name, &args.out)),
-            Err(e @ SyncError::Unresolved { .. }) => Err(Failure::BadInput(format!("{name}: {e}"))),
-        };
+        return acm::driver(scene).map_err(|e| bad_scene(file, e));
     }
-    if let Some(sim) = &mut implicit_sim {
-        sim.stop_when(&INTERRUPTED);
-        let result = pool.install(|| sim.run_until(until, &mut sink));
-        sink.progress.finish_and_clear();
-        write_json(&stats_path, sim.stats())?;
-        let s = sim.stats();
-        return match result {
-            Ok(()) => {
-                println!(
-                    "{}, {} implicit steps of {:.3e} s, {} halvings, {} fail-safe uses, {:.2} s wall, {:.2} s on contact)",
-                    fixed_step_summary(&name, &s.run, &args.out),
-                    s.steps,
-                    s.step,
-                    s.halvings,
-                    s.failsafe_steps,
-                    s.run.wall_seconds,
-                    s.contact_seconds
-                );
-                Ok(())
-            }
-            Err(ImplicitError::Run(e)) => Err(run_failure(e, &name, &args.out)),
-            Err(e @ ImplicitError::Unresolved { .. }) => {
-                Err(Failure::BadInput(format!("{name}: {e}")))
-            }
-        };
-    }
-    let Some(sim) = &mut acm_sim else {
-        return Err(Failure::Internal("no integrator was built".into()));
-    };
+    let mut sim = Simulation::from_scene(scene).map_err(|e| bad_scene(file, e))?;
     sim.set_audit(args.audit);
     sim.set_wait_policy(args.wait);
-    sim.stop_when(&INTERRUPTED);
-    if trace.is_some() {
-        acm::profiling::start_trace();
-    }
-    let result = pool.install(|| sim.run_until(until, &mut sink));
-    sink.progress.finish_and_clear();
-    if let Some((path, mut file)) = trace {
-        let totals = acm::profiling::finish_trace(&mut file)
-            .and_then(|totals| file.flush().map(|()| totals))
-            .map_err(|e| Failure::Internal(format!("{}: {e}", path.display())))?;
-        print_zone_totals(&totals, sim.stats().wall_seconds);
-    }
-    write_stats(&stats_path, sim.stats()).map_err(stats_error)?;
-    match result {
-        Ok(()) => {
-            let s = sim.stats();
-            println!(
-                "{}: {} frames in {} ({} vertices, {:.3} s simulated, {} events, {:.2} s wall, {:.0} events/s)",
-                name,
-                s.frames,
-                args.out.display(),
-                s.model.vertices,
-                s.simulated_seconds,
-                s.events_total,
-                s.wall_seconds,
-                s.events_per_second
-            );
-            if let Some(c) = s.contact.as_ref().filter(|c| c.windows > 0) {
-                println!(
-                    "speculative: {} windows committed after {} rollbacks, which ran {} events \
-                     again ({:.1}% on top of the {} committed)",
-                    c.windows,
-                    c.rollbacks,
-                    c.rolled_back_events,
-                    100.0 * c.rolled_back_events as f64 / s.events_total.max(1) as f64,
-                    s.events_total
-                );
-            }
-            Ok(())
+    Ok(Box::new(sim))
+}
+
+/// What `acm run` writes besides the frames' sink: the trace file and where `stats.json` goes,
+/// all created or checked before the run.
+struct Outputs {
+    sink: RunSink,
+    trace: Option<(PathBuf, std::io::BufWriter<std::fs::File>)>,
+    stats_path: PathBuf,
+}
+
+impl Outputs {
+    /// Checks every output path and creates the files, before anything is simulated: a typo
+    /// costs no simulated time and leaves no partial output. A run of a method without penalty
+    /// layers or vertex clocks drops an earlier ACM run's `contact.csv` and `steps.csv`, so
+    /// `acm plot` does not mix the two.
+    fn create(
+        args: &RunArgs,
+        method: Method,
+        uvs: Vec<Option<acm::mesh::Uvs>>,
+    ) -> Result<Self, Failure> {
+        let path_error = |flag: &str, path: &Path, e: std::io::Error| {
+            Failure::BadInput(format!("{flag} {}: {e}", path.display()))
+        };
+        if args.out.exists() && !args.out.is_dir() {
+            return Err(Failure::BadInput(format!(
+                "--out {}: exists and is not a directory",
+                args.out.display()
+            )));
         }
-        Err(e) => Err(run_failure(e, &name, &args.out)),
+        std::fs::create_dir_all(&args.out).map_err(|e| path_error("--out", &args.out, e))?;
+        let trace = match &args.trace {
+            Some(path) => Some((
+                path.clone(),
+                std::io::BufWriter::new(
+                    std::fs::File::create(path).map_err(|e| path_error("--trace", path, e))?,
+                ),
+            )),
+            None => None,
+        };
+        let stats_flag = if args.stats.is_some() {
+            "--stats"
+        } else {
+            "--out"
+        };
+        let stats_path = args
+            .stats
+            .clone()
+            .unwrap_or_else(|| args.out.join("stats.json"));
+        if let Err(e) = std::fs::File::create(&stats_path) {
+            if let Some((path, _)) = &trace {
+                // Leave nothing behind: the trace file was created empty just above.
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(path_error(stats_flag, &stats_path, e));
+        }
+        let io = |e: std::io::Error| Failure::BadInput(format!("{}: {e}", args.out.display()));
+        let frames = args.format.create(&args.out, uvs).map_err(io)?;
+        let (contact_path, steps_path) = (args.out.join("contact.csv"), args.out.join("steps.csv"));
+        let (contact, steps) = if method == Method::Acm {
+            (
+                Some(ContactCsv::create(&contact_path).map_err(io)?),
+                Some(StepsCsv::create(&steps_path).map_err(io)?),
+            )
+        } else {
+            for path in [&contact_path, &steps_path] {
+                match std::fs::remove_file(path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(e)),
+                    _ => {}
+                }
+            }
+            (None, None)
+        };
+        let sink = RunSink {
+            frames,
+            energy: EnergyCsv::create(&args.out.join("energy.csv")).map_err(io)?,
+            contact,
+            steps,
+            progress: ProgressBar::hidden(),
+            started: Instant::now(),
+        };
+        Ok(Self {
+            sink,
+            trace,
+            stats_path,
+        })
     }
 }
 
@@ -465,7 +429,8 @@ fn run_failure(e: RunError, name: &str, out: &Path) -> Failure {
         | RunError::SpeedRunaway { .. }
         | RunError::TooFast { .. }
         | RunError::EnergyRunaway { .. }
-        | RunError::KinematicContact { .. }) => Failure::BadInput(format!("{name}: {e}")),
+        | RunError::KinematicContact { .. }
+        | RunError::Unresolved { .. }) => Failure::BadInput(format!("{name}: {e}")),
         e @ (RunError::Internal { .. } | RunError::Audit { .. }) => {
             Failure::Internal(e.to_string())
         }
@@ -484,9 +449,9 @@ fn compare(args: CompareArgs) -> Result<(), Failure> {
         None => scene.duration,
     };
     let pool = thread_pool(args.threads)?;
-    let rows = pool.install(|| acm::sync::compare::compare(&scene, until));
-    println!("{}: three integrators to t = {until} s", scene.name);
-    print!("{}", acm::sync::compare::table(&rows));
+    let rows = pool.install(|| acm::compare::compare(&scene, until));
+    println!("{}: every method to t = {until} s", scene.name);
+    print!("{}", acm::compare::table(&rows));
     Ok(())
 }
 
@@ -576,7 +541,7 @@ impl FrameSink for RunSink {
         if let Some(steps) = &mut self.steps {
             steps.frame(frame)?;
         }
-        let events = frame.simulation.events_processed();
+        let events = frame.stepper.work_done();
         let rate = events as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
         self.progress.set_position(frame.index + 1);
         self.progress
@@ -588,8 +553,8 @@ impl FrameSink for RunSink {
 fn info(args: InfoArgs) -> Result<(), Failure> {
     let scene = load(Some(&args.profile), &args.overrides)?;
     let sim = Simulation::new(&scene).map_err(|e| bad_scene(&source(Some(&args.profile)), e))?;
-    let s = sim.stats();
-    let state = sim.state();
+    let s = sim.run_stats();
+    let state = sim.model().state();
     println!(
         "scene {:?}: {} s, frame every {} s ({} frames)",
         scene.name,
@@ -597,7 +562,7 @@ fn info(args: InfoArgs) -> Result<(), Failure> {
         scene.frame_interval,
         scene.frame_count()
     );
-    for (o, range) in scene.objects.iter().zip(sim.objects()) {
+    for (o, range) in scene.objects.iter().zip(sim.model().objects()) {
         let first = range.first_vertex as usize;
         let masses = &state.mass[first..first + range.vertex_count as usize];
         let total: f64 = masses.iter().sum();
@@ -623,7 +588,7 @@ fn info(args: InfoArgs) -> Result<(), Failure> {
         "  vertices: {} ({} free), triangles: {}, vertex mass {:.3e} .. {:.3e} g",
         s.model.vertices, s.model.free_vertices, s.model.triangles, lo, hi
     );
-    let range = |r: Option<acm::engine::ClockRange>| match r {
+    let range = |r: Option<acm::model::ClockRange>| match r {
         Some(r) => format!("clock {:.3e} .. {:.3e} s", r.min, r.max),
         None => "none".to_string(),
     };
@@ -673,24 +638,6 @@ fn info(args: InfoArgs) -> Result<(), Failure> {
         );
     }
     Ok(())
-}
-
-/// The start of a fixed-step run's summary line: frames, where, vertices, simulated time.
-fn fixed_step_summary(name: &str, run: &acm::Stats, out: &Path) -> String {
-    format!(
-        "{name}: {} frames in {} ({} vertices, {:.3} s simulated",
-        run.frames,
-        out.display(),
-        run.model.vertices,
-        run.simulated_seconds
-    )
-}
-
-/// Writes a fixed-step integrator's statistics to `path` as pretty JSON.
-fn write_json(path: &Path, stats: &impl serde::Serialize) -> Result<(), Failure> {
-    let json = serde_json::to_string_pretty(stats).map_err(|e| Failure::Internal(e.to_string()))?;
-    std::fs::write(path, json + "\n")
-        .map_err(|e| Failure::Internal(format!("{}: {e}", path.display())))
 }
 
 fn plot(dir: &Path) -> Result<(), Failure> {

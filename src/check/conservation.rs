@@ -3,7 +3,7 @@
 use glam::DVec3;
 use serde::Serialize;
 
-use crate::engine::Simulation;
+use crate::Stepper;
 
 /// Energies and momenta of the free vertices at one instant.
 ///
@@ -29,15 +29,17 @@ pub struct Conservation {
     pub angular_momentum: DVec3,
 }
 
-/// Measures `sim` at time `time`, where `positions` are every vertex's positions at that time.
+/// Measures the model of `stepper` at time `time`, where `positions` are every vertex's
+/// positions at that time (the velocities are its state's, the penalty energy its method's).
 /// Sums run in vertex order, so the result does not depend on the number of threads.
-pub fn measure(sim: &Simulation, time: f64, positions: &[DVec3]) -> Conservation {
-    let state = sim.state();
-    let g = sim.gravity();
+pub fn measure(stepper: &dyn Stepper, time: f64, positions: &[DVec3]) -> Conservation {
+    let model = stepper.model();
+    let state = model.state();
+    let g = model.gravity();
     let mut c = Conservation {
         time,
-        elastic: sim.springs().energy(positions) + sim.hinges().energy(positions),
-        penalty: sim.penalty_energy(positions),
+        elastic: model.springs().energy(positions) + model.hinges().energy(positions),
+        penalty: stepper.contact_energy(positions),
         ..Conservation::default()
     };
     for (i, &x) in positions.iter().enumerate() {

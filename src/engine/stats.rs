@@ -2,6 +2,9 @@
 
 use serde::Serialize;
 
+use crate::model::ForceTarget;
+use crate::RunStats;
+
 /// Events processed, by kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct EventCounts {
@@ -24,6 +27,18 @@ pub struct EventCounts {
 }
 
 impl EventCounts {
+    /// Counts a tick of a force acting through `target`.
+    pub(crate) fn count_tick(&mut self, target: ForceTarget) {
+        let count = match target {
+            ForceTarget::Springs(_) | ForceTarget::Spring(_) => &mut self.stretching,
+            ForceTarget::Hinges(_) | ForceTarget::Hinge(_) => &mut self.bending,
+            ForceTarget::Gravity | ForceTarget::VertexGravity(_) => &mut self.gravity,
+            ForceTarget::Prescribed(_) => &mut self.prescribed,
+            ForceTarget::Drag => &mut self.drag,
+        };
+        *count += 1;
+    }
+
     /// Total over all kinds.
     pub fn total(&self) -> u64 {
         self.stretching
@@ -37,68 +52,12 @@ impl EventCounts {
     }
 }
 
-/// The smallest and largest clock of a force family, when it has elements.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct ClockRange {
-    /// Smallest clock (s).
-    pub min: f64,
-    /// Largest clock (s).
-    pub max: f64,
-}
-
-impl ClockRange {
-    /// The range of `clocks`, or `None` when empty.
-    pub fn of(clocks: &[f64]) -> Option<Self> {
-        let min = clocks.iter().copied().reduce(f64::min)?;
-        let max = clocks.iter().copied().reduce(f64::max)?;
-        Some(Self { min, max })
-    }
-}
-
-/// Clocks of every force family.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Clocks {
-    /// Stretching element clocks.
-    pub stretching: Option<ClockRange>,
-    /// Bending element clocks.
-    pub bending: Option<ClockRange>,
-    /// The clock of prescribed forces and drag (the elastic minimum, or a pace per frame),
-    /// and the synchronous baseline's default step.
-    pub external: f64,
-    /// Gravity's clock: `external`, or with `speed.clock_bins` the median vertex's elastic step.
-    pub gravity: f64,
-}
-
-/// Size of the simulated model.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct ModelSize {
-    /// Vertices over all objects.
-    pub vertices: usize,
-    /// Of which free (moved by forces).
-    pub free_vertices: usize,
-    /// Triangles over all objects.
-    pub triangles: usize,
-    /// Edge springs.
-    pub springs: usize,
-    /// Bending hinges.
-    pub hinges: usize,
-    /// Force events on the queue (super-elements count once).
-    pub force_events: usize,
-}
-
-/// What a run did; written as `stats.json`.
+/// What an ACM run did; written as `stats.json`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Stats {
-    /// Scene name.
-    pub scene: String,
-    /// Model size.
-    pub model: ModelSize,
-    /// Force clocks.
-    pub clocks: Clocks,
-    /// Simulated time reached (s).
-    pub simulated_seconds: f64,
-    /// Wall-clock time spent in the event loop (s).
-    pub wall_seconds: f64,
+    /// What every method reports (model, clocks, simulated and wall time, frames, threads).
+    #[serde(flatten)]
+    pub run: RunStats,
     /// Events processed by kind.
     pub events: EventCounts,
     /// Total events processed.
@@ -111,12 +70,6 @@ pub struct Stats {
     pub queue_peak: usize,
     /// Mean number of events in the event queue's heap, sampled after every event.
     pub queue_mean: f64,
-    /// Frames handed to the output.
-    pub frames: u64,
-    /// Worker threads of the pool the run used.
-    pub threads: usize,
-    /// The run was stopped from outside (Ctrl-C) before the time it was asked to reach.
-    pub interrupted: bool,
     /// Contact statistics, when contact is on.
     pub contact: Option<super::ContactStats>,
 }

@@ -35,11 +35,11 @@ use glam::DVec3;
 use hashbrown::HashMap;
 use serde::Serialize;
 
-use crate::engine::{FrameSink, Model, RunError, Simulation, Stats};
 use crate::scene::{FailSafe, ImplicitSettings, Method, Scene, SceneError};
 use crate::sync::filter::{Filter, FilterParams, FilterStats};
 use crate::sync::primitives::Feature;
-use crate::sync::steps::{self, FixedSteps, Progress, Stepper};
+use crate::sync::steps::{self, FixedStepper, FixedSteps, Progress};
+use crate::{FrameSink, Model, RunError, RunStats, Stepper};
 use contacts::Detector;
 use ica::{ContactRow, IcaParams};
 use system::{Forces, LinearSystem};
@@ -49,35 +49,6 @@ const DEFAULT_STEP: f64 = 0.01;
 
 /// Conjugate-gradient iterations allowed per unconstrained solve, per free vertex.
 const CG_ITERATIONS_PER_VERTEX: usize = 2;
-
-/// Why an implicit run stopped early.
-#[derive(Debug, thiserror::Error)]
-pub enum ImplicitError {
-    /// The same failures as an ACM run (divergence, output).
-    #[error(transparent)]
-    Run(#[from] RunError),
-    /// Neither refinement, halving nor the fail-safe made a step collision-free.
-    #[error(
-        "the implicit method failed at t = {time} s: {collisions} collision(s) remain in a step \
-         of {step:e} s after {halvings} halving(s) and the fail-safe, starting with {first}; \
-         {reason}. The step was not taken, so no frame intersects. A smaller implicit.step or \
-         more implicit.max_halvings may get further"
-    )]
-    Unresolved {
-        /// Start of the step.
-        time: f64,
-        /// Its length.
-        step: f64,
-        /// Halvings that led to it.
-        halvings: u32,
-        /// Collisions left.
-        collisions: usize,
-        /// The first of them, described.
-        first: String,
-        /// Why the fail-safe gave up.
-        reason: String,
-    },
-}
 
 /// What an implicit run did; written as `stats.json`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -124,23 +95,24 @@ pub struct ImplicitStats {
     /// The common statistics (model size, wall and simulated time, frames, threads); event
     /// counts stay zero.
     #[serde(flatten)]
-    pub run: Stats,
+    pub run: RunStats,
 }
 
 /// A scene run by the implicit integrator.
 #[derive(Debug)]
 pub struct ImplicitSimulation {
-    /// The model and what frame sinks read; its event loop is never run, its contact off.
-    sim: Simulation,
+    /// What is simulated.
+    model: Model,
     system: LinearSystem,
     detector: Detector,
     settings: ImplicitSettings,
     friction: f64,
-    gravity: DVec3,
     progress: Progress,
     script_origin: Vec<(u32, usize, DVec3)>,
     /// Multipliers of the last accepted sub-step, by feature (warm starts).
     warm: HashMap<Feature, (f64, [f64; 2])>,
+    /// Set from outside to stop the run between two steps.
+    stop: Option<&'static AtomicBool>,
     stats: ImplicitStats,
 }
 
@@ -148,18 +120,18 @@ impl ImplicitSimulation {
     /// Builds the implicit simulation of `scene` (validated first). `delta` defaults to
     /// `contact.eta1`, friction to `contact.friction`.
     pub fn new(scene: &Scene) -> Result<Self, SceneError> {
-        let mut model = scene.clone();
-        // The model's own contact stays off (the constraints handle collisions); as an implicit
-        // scene it is still checked to start intersection-free.
-        model.contact.enabled = false;
-        model.integrator.method = Method::Implicit;
-        let mut sim = Simulation::new(&model)?;
+        let mut model_scene = scene.clone();
+        // No penalty layers (the constraints handle collisions); as an implicit scene it is
+        // still checked to start intersection-free.
+        model_scene.contact.enabled = false;
+        model_scene.integrator.method = Method::Implicit;
+        let model = Model::build(&mut std::borrow::Cow::Owned(model_scene))?;
         let s = scene.implicit;
         let requested = s.step.unwrap_or(DEFAULT_STEP.min(scene.frame_interval));
         let clock = FixedSteps::new(scene.frame_interval, requested, "implicit.step")?;
         let delta = s.delta.unwrap_or(scene.contact.eta1);
         let friction = s.friction.unwrap_or(scene.contact.friction);
-        let shortest = shortest_edge(sim.triangles(), &sim.state().x);
+        let shortest = shortest_edge(&model.triangles, &model.state.x);
         if delta >= shortest {
             return Err(SceneError::new(
                 if s.delta.is_some() {
@@ -174,36 +146,30 @@ impl ImplicitSimulation {
                 ),
             ));
         }
-        let detector = Detector::new(sim.triangles(), sim.state().len(), delta);
-        let model = sim.model_mut();
-        let script_origin = steps::script_origins(model.scripts, &model.state.x);
-        let system = LinearSystem::new(&forces_of(&model, scene.gravity), &model.state.inv_mass);
+        let detector = Detector::new(&model.triangles, model.state.len(), delta);
+        let script_origin = steps::script_origins(&model.scripts, &model.state.x);
+        let system = LinearSystem::new(&forces_of(&model), &model.state.inv_mass);
         let stats = ImplicitStats {
             integrator: "implicit",
             step: clock.step(),
             delta,
             friction,
             cmr_iterations: vec![0; s.max_cmr_iterations as usize],
-            run: sim.stats().clone(),
+            run: RunStats::of(&model),
             ..ImplicitStats::default()
         };
         Ok(Self {
-            sim,
+            model,
             system,
             detector,
             settings: s,
             friction,
-            gravity: scene.gravity,
             progress: Progress::new(clock),
             script_origin,
             warm: HashMap::new(),
+            stop: None,
             stats,
         })
-    }
-
-    /// The model, as frame sinks see it.
-    pub fn simulation(&self) -> &Simulation {
-        &self.sim
     }
 
     /// The step `h` (s) before any halving.
@@ -211,35 +177,18 @@ impl ImplicitSimulation {
         self.progress.clock.step()
     }
 
-    /// The current simulated time: the end of the last step taken.
-    pub fn time(&self) -> f64 {
-        self.progress.time()
-    }
-
-    /// Statistics so far.
+    /// Statistics so far: the solver's counters and the common ones.
     pub fn stats(&self) -> &ImplicitStats {
         &self.stats
     }
 
-    /// Stops [`Self::run_until`] between two steps once `flag` is set (see
-    /// [`Simulation::stop_when`]).
-    pub fn stop_when(&mut self, flag: &'static AtomicBool) {
-        self.sim.stop_when(flag);
-    }
-
-    /// Takes steps while their end is at most `until`, handing frames (at step ends that are
-    /// frame times, and at time 0) to `sink`.
-    pub fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), ImplicitError> {
-        steps::run_until(self, until, sink)
-    }
-
     /// One (sub-)step from `t` to `t_next`, `depth` halvings deep.
-    fn advance(&mut self, t: f64, t_next: f64, depth: u32) -> Result<(), ImplicitError> {
+    fn advance(&mut self, t: f64, t_next: f64, depth: u32) -> Result<(), RunError> {
         let h = t_next - t;
-        let saved = (self.sim.state().x.clone(), self.sim.state().v.clone());
+        let saved = (self.model.state.x.clone(), self.model.state.v.clone());
         let v_star = self.unconstrained(t, t_next);
         // The positions at `t` (scripts applied) and the masses, owned while `self` changes.
-        let state = self.sim.state();
+        let state = &self.model.state;
         let (x, mass, inv_mass) = (state.x.clone(), state.mass.clone(), state.inv_mass.clone());
         let contact_started = Instant::now();
         let refined = self.refine(&x, &v_star, &inv_mass, h);
@@ -247,7 +196,7 @@ impl ImplicitSimulation {
         let v = match refined {
             Some(v) => v,
             None if depth < self.settings.max_halvings => {
-                let state = self.sim.model_mut().state;
+                let state = &mut self.model.state;
                 (state.x, state.v) = saved;
                 self.stats.halvings += 1;
                 let mid = t + 0.5 * h;
@@ -260,7 +209,7 @@ impl ImplicitSimulation {
                 v
             }
         };
-        let state = self.sim.model_mut().state;
+        let state = &mut self.model.state;
         state.v = v;
         for ((x, ti), v) in state.x.iter_mut().zip(&mut state.t).zip(&state.v) {
             *x += h * *v;
@@ -274,16 +223,16 @@ impl ImplicitSimulation {
     /// and returns its unconstrained solution `v*`.
     fn unconstrained(&mut self, t: f64, t_next: f64) -> Vec<DVec3> {
         let h = t_next - t;
-        let model = self.sim.model_mut();
+        let model = &mut self.model;
         steps::apply_scripts(
             &self.script_origin,
-            model.scripts,
+            &model.scripts,
             (t, t_next, h),
             &mut model.state.x,
             &mut model.state.v,
         );
-        let forces = forces_of(&model, self.gravity);
-        let state = &*model.state;
+        let forces = forces_of(model);
+        let state = &model.state;
         self.system
             .assemble(&forces, (&state.x, &state.v, &state.mass), t, h);
         let mut v_star = state.v.clone();
@@ -376,7 +325,7 @@ impl ImplicitSimulation {
         v: &mut [DVec3],
         (mass, inv_mass): (&[f64], &[f64]),
         (t, h, depth): (f64, f64, u32),
-    ) -> Result<(), ImplicitError> {
+    ) -> Result<(), RunError> {
         self.stats.failsafe_steps += 1;
         let params = FilterParams {
             step: h,
@@ -387,28 +336,88 @@ impl ImplicitSimulation {
             max_failsafe_iterations: 100,
             failsafe: FailSafe::ImpactZones,
         };
-        let mut filter = Filter::new(self.sim.triangles(), v.len(), params);
+        let mut filter = Filter::new(&self.model.triangles, v.len(), params);
         filter
             .fail_safe(x, v, mass, inv_mass, &mut self.stats.failsafe)
-            .map_err(|u| ImplicitError::Unresolved {
+            .map_err(|u| RunError::Unresolved {
+                method: "implicit",
                 time: t,
-                step: h,
-                halvings: depth,
+                step: format!("a step of {h:e} s after {depth} halving(s) and the fail-safe"),
                 collisions: u.collisions,
                 first: format!("{:?} {:?}", u.first.kind, u.first.verts),
                 reason: u.reason,
+                advice: "A smaller implicit.step or more implicit.max_halvings may get further",
             })
     }
 }
 
 impl Stepper for ImplicitSimulation {
-    type Error = ImplicitError;
-
-    fn simulation(&self) -> &Simulation {
-        &self.sim
+    fn method(&self) -> Method {
+        Method::Implicit
     }
 
-    fn run_stats(&mut self) -> &mut Stats {
+    fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The end of the last step taken.
+    fn time(&self) -> f64 {
+        self.progress.time()
+    }
+
+    /// Takes steps while their end is at most `until`, handing frames (at step ends that are
+    /// frame times, and at time 0) to `sink`.
+    fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), RunError> {
+        steps::run_until(self, until, sink)
+    }
+
+    fn stop_when(&mut self, flag: &'static AtomicBool) {
+        self.stop = Some(flag);
+    }
+
+    fn run_stats(&self) -> &RunStats {
+        &self.stats.run
+    }
+
+    fn stats_json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.stats).expect("the statistics are plain data")
+    }
+
+    fn summary(&self) -> String {
+        let s = &self.stats;
+        format!(
+            "{} implicit steps of {:.3e} s, {} sub-steps ({} halvings), {:.2} s wall, {:.2} s on \
+             contact; CMR iterations per sub-step (1, 2, ...): {:?}; fail-safe in {} sub-steps; \
+             {} ICA solves, {} outer iterations, {} unconverged",
+            s.steps,
+            s.step,
+            s.substeps,
+            s.halvings,
+            s.run.wall_seconds,
+            s.contact_seconds,
+            s.cmr_iterations,
+            s.failsafe_steps,
+            s.ica_solves,
+            s.ica_outer_iterations,
+            s.ica_unconverged
+        )
+    }
+
+    fn work_done(&self) -> u64 {
+        self.progress.steps
+    }
+
+    fn vertex_steps(&self, out: &mut Vec<f64>) {
+        steps::uniform_steps(&self.model, self.step(), out);
+    }
+}
+
+impl FixedStepper for ImplicitSimulation {
+    fn stop_requested(&self) -> bool {
+        steps::requested(self.stop)
+    }
+
+    fn run_stats_mut(&mut self) -> &mut RunStats {
         &mut self.stats.run
     }
 
@@ -420,7 +429,7 @@ impl Stepper for ImplicitSimulation {
         self.stats.steps = steps;
     }
 
-    fn take_step(&mut self, t: f64, t_next: f64) -> Result<(), ImplicitError> {
+    fn take_step(&mut self, t: f64, t_next: f64) -> Result<(), RunError> {
         self.advance(t, t_next, 0)
     }
 }
@@ -434,13 +443,13 @@ fn shortest_edge(triangles: &[[u32; 3]], x: &[DVec3]) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
-/// The forces of `model` with `gravity`, as the linearized system reads them.
-fn forces_of<'a>(model: &'a Model<'_>, gravity: DVec3) -> Forces<'a> {
+/// The forces of `model`, as the linearized system reads them.
+fn forces_of(model: &Model) -> Forces<'_> {
     Forces {
         springs: &model.springs.kernel,
         hinges: &model.hinges.kernel,
-        drag: model.drag,
-        prescribed: model.prescribed,
-        gravity,
+        drag: &model.drag,
+        prescribed: &model.prescribed,
+        gravity: model.gravity,
     }
 }

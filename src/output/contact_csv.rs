@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use crate::engine::{Frame, FrameSink, RunError};
+use crate::{Frame, FrameSink, RunError};
 
 /// Appends a row per frame: time, pairs with a penalty layer active, deepest active layer.
 #[derive(Debug)]
@@ -26,7 +26,7 @@ impl ContactCsv {
 
 impl FrameSink for ContactCsv {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        let now = frame.simulation.penalty_now();
+        let now = frame.stepper.penalty_now();
         writeln!(
             self.out,
             "{},{},{}",

@@ -5,7 +5,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use crate::check::measure;
-use crate::engine::{Frame, FrameSink, RunError};
+use crate::{Frame, FrameSink, RunError};
 
 /// Appends a row per frame: time, kinetic, elastic, gravity, penalty, total energy, momentum
 /// (x, y, z), angular momentum (x, y, z).
@@ -28,7 +28,7 @@ impl EnergyCsv {
 
 impl FrameSink for EnergyCsv {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        let c = measure(frame.simulation, frame.time, frame.positions);
+        let c = measure(frame.stepper, frame.time, frame.positions);
         let (p, l) = (c.momentum, c.angular_momentum);
         writeln!(
             self.out,

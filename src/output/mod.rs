@@ -18,8 +18,8 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use crate::engine::{FrameSink, Stats};
 use crate::mesh::Uvs;
+use crate::FrameSink;
 
 /// The file format of a frame sequence (`acm run --format`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -112,8 +112,9 @@ fn csv_with_header(path: &Path, header: &str) -> std::io::Result<BufWriter<File>
     Ok(out)
 }
 
-/// Writes `stats` as pretty JSON to `path`.
-pub fn write_stats(path: &Path, stats: &Stats) -> std::io::Result<()> {
+/// Writes `stats` (a method's statistics, [`crate::Stepper::stats_json`]) as pretty JSON to
+/// `path`.
+pub fn write_stats(path: &Path, stats: &impl serde::Serialize) -> std::io::Result<()> {
     let json = serde_json::to_string_pretty(stats).map_err(std::io::Error::other)?;
     std::fs::write(path, json + "\n")
 }

@@ -5,8 +5,8 @@ use std::io::BufWriter;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use crate::engine::{Frame, FrameSink, RunError};
 use crate::mesh::{write_obj_positions, ObjGroup, Uvs};
+use crate::{Frame, FrameSink, RunError};
 
 use super::FrameFormat;
 
@@ -21,7 +21,7 @@ pub fn frame_path(dir: &Path, index: u64) -> PathBuf {
 #[derive(Debug)]
 pub struct ObjFrames {
     dir: PathBuf,
-    /// Per object: name, vertices and triangles (ranges of the simulation's).
+    /// Per object: name, vertices and triangles (ranges of the model's).
     objects: Vec<(String, Range<usize>, Range<usize>)>,
     /// Per object, in the scene's order: its texture coordinates, if any.
     uvs: Vec<Option<Uvs>>,
@@ -44,7 +44,7 @@ impl ObjFrames {
             return;
         }
         self.objects = frame
-            .simulation
+            .model()
             .objects()
             .iter()
             .map(|o| {
@@ -62,7 +62,7 @@ impl ObjFrames {
 impl FrameSink for ObjFrames {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
         self.layout(frame);
-        let triangles = frame.simulation.triangles();
+        let triangles = frame.model().triangles();
         let groups: Vec<_> = self
             .objects
             .iter()

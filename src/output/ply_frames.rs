@@ -5,8 +5,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::engine::{Frame, FrameSink, RunError};
 use crate::mesh::{single_word, triangle_strips};
+use crate::{Frame, FrameSink, RunError};
 
 use super::FrameFormat;
 
@@ -18,7 +18,7 @@ pub enum PlyTopology {
     /// PLY importer reads it.
     Strips,
     /// `element face` with `property list uchar uint vertex_indices`: 13 bytes a triangle, in
-    /// the simulation's triangle order; every PLY reader reads it.
+    /// the model's triangle order; every PLY reader reads it.
     Faces,
 }
 
@@ -80,15 +80,15 @@ impl PlyFrames {
 
 impl FrameSink for PlyFrames {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        let sim = frame.simulation;
-        let triangles = sim.triangles();
+        let model = frame.model();
+        let triangles = model.triangles();
         if self.triangles.is_empty() {
             self.encode_triangles(triangles);
         }
         self.vertices.clear();
         self.vertices
             .reserve(frame.positions.len() * Self::VERTEX_BYTES);
-        for (x, v) in frame.positions.iter().zip(&sim.state().v) {
+        for (x, v) in frame.positions.iter().zip(&model.state().v) {
             for c in x.to_array().into_iter().chain(v.to_array()) {
                 self.vertices.extend_from_slice(&(c as f32).to_le_bytes());
             }
@@ -100,7 +100,7 @@ impl FrameSink for PlyFrames {
             "comment acm frame {} at t = {:?} s; units cm, cm/s",
             frame.index, frame.time
         )?;
-        for o in sim.objects() {
+        for o in model.objects() {
             let name = single_word(&o.name);
             writeln!(
                 w,

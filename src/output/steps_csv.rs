@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use crate::engine::{Frame, FrameSink, RunError};
+use crate::{Frame, FrameSink, RunError};
 
 /// Bins per decade of time step.
 const BINS_PER_DECADE: i32 = 4;
@@ -16,7 +16,7 @@ const LAST_DECADE: i32 = 0;
 const BINS: i32 = (LAST_DECADE - FIRST_DECADE) * BINS_PER_DECADE;
 
 /// Appends a row per frame: the time, then how many free vertices have their time step (see
-/// [`crate::Simulation::vertex_steps`]) in each bin. The header names each bin by its lower
+/// [`crate::Stepper::vertex_steps`]) in each bin. The header names each bin by its lower
 /// edge in seconds; bins are a quarter decade wide from 1e-10 s to 1 s, and steps outside that
 /// range count in the first or last bin.
 #[derive(Debug)]
@@ -47,7 +47,7 @@ impl StepsCsv {
 
 impl FrameSink for StepsCsv {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        frame.simulation.vertex_steps(&mut self.steps);
+        frame.stepper.vertex_steps(&mut self.steps);
         self.counts.fill(0);
         for &h in self.steps.iter().filter(|h| h.is_finite()) {
             let k = ((h.log10() - f64::from(FIRST_DECADE)) * f64::from(BINS_PER_DECADE)).floor();

@@ -11,3 +11,17 @@ pub enum Method {
     /// Implicit contact handling (Otaduy et al. 2009) of [`crate::implicit`].
     Implicit,
 }
+
+impl Method {
+    /// Every method, in the order `acm compare` runs them.
+    pub const ALL: [Self; 3] = [Self::Acm, Self::Sync, Self::Implicit];
+
+    /// The name profiles use (`integrator.method`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Acm => "acm",
+            Self::Sync => "sync",
+            Self::Implicit => "implicit",
+        }
+    }
+}

@@ -17,7 +17,6 @@
 
 pub(crate) mod broad;
 pub mod ccd;
-pub mod compare;
 pub mod constraint;
 pub mod filter;
 pub mod primitives;
@@ -31,36 +30,11 @@ use std::time::Instant;
 use glam::DVec3;
 use serde::Serialize;
 
-use crate::engine::{FrameSink, RunError, Simulation, Stats};
 use crate::forces::external::gravity_tick;
 use crate::scene::{FailSafe, Method, OnUnresolved, Scene, SceneError};
+use crate::{FrameSink, Model, RunError, RunStats, Stepper};
 use filter::{Filter, FilterParams, FilterStats};
-use steps::{FixedSteps, Progress, Stepper};
-
-/// Why a synchronous run stopped early.
-#[derive(Debug, thiserror::Error)]
-pub enum SyncError {
-    /// The same failures as an ACM run (divergence, output).
-    #[error(transparent)]
-    Run(#[from] RunError),
-    /// The fail-safe could not make a step collision-free (`sync.on_unresolved = "stop"`).
-    #[error(
-        "the synchronous method failed at t = {time} s: {collisions} collision(s) remain in the \
-         step, starting with {first}; {reason}. The step was not taken, so no frame intersects. \
-         A smaller sync.step, a larger sync.thickness or sync.failsafe = \"inelastic_projection\" \
-         may get further; sync.on_unresolved = \"continue\" takes the step anyway"
-    )]
-    Unresolved {
-        /// Start of the step.
-        time: f64,
-        /// Collisions left.
-        collisions: usize,
-        /// The first of them, described.
-        first: String,
-        /// Why the fail-safe gave up.
-        reason: String,
-    },
-}
+use steps::{FixedStepper, FixedSteps, Progress};
 
 /// What a synchronous run did; written as `stats.json`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -82,21 +56,21 @@ pub struct SyncStats {
     /// The common statistics (model size, wall and simulated time, frames, threads); event
     /// counts stay zero.
     #[serde(flatten)]
-    pub run: Stats,
+    pub run: RunStats,
 }
 
 /// A scene run by the synchronous integrator.
 #[derive(Debug)]
 pub struct SyncSimulation {
-    /// The model (state, elastic families, external forces) and what frame sinks read; its own
-    /// event loop is never run, and its contact subsystem is off.
-    sim: Simulation,
+    /// What is simulated.
+    model: Model,
     filter: Filter,
-    gravity: DVec3,
     progress: Progress,
     /// Per scripted vertex: its index, script and position at time 0.
     script_origin: Vec<(u32, usize, DVec3)>,
     on_unresolved: OnUnresolved,
+    /// Set from outside to stop the run between two steps.
+    stop: Option<&'static AtomicBool>,
     stats: SyncStats,
 }
 
@@ -105,14 +79,14 @@ impl SyncSimulation {
     /// settings supply the defaults of the `sync` parameters (thickness from `eta1`,
     /// stiffness from `r1`, friction).
     pub fn new(scene: &Scene) -> Result<Self, SceneError> {
-        let mut model = scene.clone();
-        // The model's own contact stays off (the filter handles collisions); as a synchronous
-        // scene it is still checked to start intersection-free.
-        model.contact.enabled = false;
-        model.integrator.method = Method::Sync;
-        let mut sim = Simulation::new(&model)?;
+        let mut model_scene = scene.clone();
+        // No penalty layers (the filter handles collisions); as a synchronous scene it is
+        // still checked to start intersection-free.
+        model_scene.contact.enabled = false;
+        model_scene.integrator.method = Method::Sync;
+        let model = Model::build(&mut std::borrow::Cow::Owned(model_scene))?;
         let s = scene.sync;
-        let requested = s.step.unwrap_or(sim.stats().clocks.external);
+        let requested = s.step.unwrap_or(model.clocks.external);
         let clock = FixedSteps::new(scene.frame_interval, requested, "sync.step")?;
         let step = clock.step();
         let params = FilterParams {
@@ -124,9 +98,8 @@ impl SyncSimulation {
             max_failsafe_iterations: s.max_failsafe_iterations,
             failsafe: s.failsafe,
         };
-        let model = sim.model_mut();
-        let script_origin = steps::script_origins(model.scripts, &model.state.x);
-        let filter = Filter::new(sim.triangles(), sim.state().len(), params);
+        let script_origin = steps::script_origins(&model.scripts, &model.state.x);
+        let filter = Filter::new(&model.triangles, model.state.len(), params);
         let stats = SyncStats {
             integrator: "sync",
             step,
@@ -135,23 +108,18 @@ impl SyncSimulation {
                 FailSafe::ImpactZones => "impact_zones",
                 FailSafe::InelasticProjection => "inelastic_projection",
             },
-            run: sim.stats().clone(),
+            run: RunStats::of(&model),
             ..SyncStats::default()
         };
         Ok(Self {
-            sim,
+            model,
             filter,
-            gravity: scene.gravity,
             progress: Progress::new(clock),
             script_origin,
             on_unresolved: s.on_unresolved,
+            stop: None,
             stats,
         })
-    }
-
-    /// The model, as frame sinks see it.
-    pub fn simulation(&self) -> &Simulation {
-        &self.sim
     }
 
     /// The step `h` (s).
@@ -159,37 +127,77 @@ impl SyncSimulation {
         self.progress.clock.step()
     }
 
-    /// The current simulated time: the end of the last step taken.
-    pub fn time(&self) -> f64 {
-        self.progress.time()
-    }
-
-    /// Statistics so far.
+    /// Statistics so far: the filter's counters and the common ones.
     pub fn stats(&self) -> &SyncStats {
         &self.stats
-    }
-
-    /// Stops [`Self::run_until`] between two steps once `flag` is set (see
-    /// [`Simulation::stop_when`]).
-    pub fn stop_when(&mut self, flag: &'static AtomicBool) {
-        self.sim.stop_when(flag);
-    }
-
-    /// Takes steps while their end is at most `until`, handing frames (at step ends that are
-    /// frame times, and at time 0) to `sink`.
-    pub fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), SyncError> {
-        steps::run_until(self, until, sink)
     }
 }
 
 impl Stepper for SyncSimulation {
-    type Error = SyncError;
-
-    fn simulation(&self) -> &Simulation {
-        &self.sim
+    fn method(&self) -> Method {
+        Method::Sync
     }
 
-    fn run_stats(&mut self) -> &mut Stats {
+    fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The end of the last step taken.
+    fn time(&self) -> f64 {
+        self.progress.time()
+    }
+
+    /// Takes steps while their end is at most `until`, handing frames (at step ends that are
+    /// frame times, and at time 0) to `sink`.
+    fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), RunError> {
+        steps::run_until(self, until, sink)
+    }
+
+    fn stop_when(&mut self, flag: &'static AtomicBool) {
+        self.stop = Some(flag);
+    }
+
+    fn run_stats(&self) -> &RunStats {
+        &self.stats.run
+    }
+
+    fn stats_json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.stats).expect("the statistics are plain data")
+    }
+
+    fn summary(&self) -> String {
+        let (s, f) = (&self.stats, &self.stats.filter);
+        format!(
+            "{} synchronous steps of {:.3e} s, {:.2} s wall, {:.2} s in the velocity filter; \
+             fail-safe in {} steps ({} rounds, largest zone {} vertices, {} rigid-zone \
+             disagreements), {} unresolved steps",
+            s.steps,
+            s.step,
+            s.run.wall_seconds,
+            s.filter_seconds,
+            f.failsafe_steps,
+            f.failsafe_rounds,
+            f.largest_zone,
+            f.rigid_disagreements,
+            f.unresolved_steps
+        )
+    }
+
+    fn work_done(&self) -> u64 {
+        self.progress.steps
+    }
+
+    fn vertex_steps(&self, out: &mut Vec<f64>) {
+        steps::uniform_steps(&self.model, self.step(), out);
+    }
+}
+
+impl FixedStepper for SyncSimulation {
+    fn stop_requested(&self) -> bool {
+        steps::requested(self.stop)
+    }
+
+    fn run_stats_mut(&mut self) -> &mut RunStats {
         &mut self.stats.run
     }
 
@@ -202,22 +210,22 @@ impl Stepper for SyncSimulation {
     }
 
     /// One step: kick, script, filter, drift.
-    fn take_step(&mut self, t: f64, t_next: f64) -> Result<(), SyncError> {
+    fn take_step(&mut self, t: f64, t_next: f64) -> Result<(), RunError> {
         let h = self.progress.clock.step();
-        let model = self.sim.model_mut();
-        let state = model.state;
+        let model = &mut self.model;
+        let state = &mut model.state;
         model.springs.tick_all(t, h, state);
         model.hinges.tick_all(t, h, state);
-        gravity_tick(state, self.gravity, t, h);
+        gravity_tick(state, model.gravity, t, h);
         if !model.drag.is_empty() {
             model.drag.tick(state, t);
         }
-        for f in model.prescribed {
+        for f in &model.prescribed {
             f.tick(state, t, h);
         }
         steps::apply_scripts(
             &self.script_origin,
-            model.scripts,
+            &model.scripts,
             (t, t_next, h),
             &mut state.x,
             &mut state.v,
@@ -233,11 +241,16 @@ impl Stepper for SyncSimulation {
         self.stats.filter_seconds += filter_started.elapsed().as_secs_f64();
         if let Err(u) = result {
             if self.on_unresolved == OnUnresolved::Stop {
-                return Err(SyncError::Unresolved {
+                return Err(RunError::Unresolved {
+                    method: "synchronous",
                     time: t,
+                    step: "the step".into(),
                     collisions: u.collisions,
                     first: format!("{:?} {:?}", u.first.kind, u.first.verts),
                     reason: u.reason,
+                    advice: "A smaller sync.step, a larger sync.thickness or sync.failsafe = \
+                             \"inelastic_projection\" may get further; sync.on_unresolved = \
+                             \"continue\" takes the step anyway",
                 });
             }
         }

@@ -6,9 +6,11 @@ use std::time::Instant;
 
 use glam::DVec3;
 
-use crate::engine::{Frame, FrameSink, RunError, Simulation, Stats};
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::forces::external::ScriptedMotion;
 use crate::scene::SceneError;
+use crate::{Frame, FrameSink, Model, RunError, RunStats, Stepper};
 
 /// Steps of equal length `h`, the largest that divides the frame interval and is at most the
 /// requested step, counted from time 0 (frame times are exact multiples of the interval).
@@ -128,65 +130,68 @@ impl Progress {
 }
 
 /// A fixed-step integrator, as [`run_until`] drives it.
-pub trait Stepper {
-    /// Why a run stops early.
-    type Error: From<RunError>;
-    /// The model, as frame sinks see it.
-    fn simulation(&self) -> &Simulation;
+pub(crate) trait FixedStepper: Stepper {
+    /// Whether the flag of [`Stepper::stop_when`] is set.
+    fn stop_requested(&self) -> bool;
     /// The common statistics, which the run updates.
-    fn run_stats(&mut self) -> &mut Stats;
+    fn run_stats_mut(&mut self) -> &mut RunStats;
     /// Where the run is.
     fn progress(&mut self) -> &mut Progress;
     /// Records the number of steps taken in the integrator's own statistics.
     fn record_steps(&mut self, steps: u64);
     /// One step from `t` to `t_next`.
-    fn take_step(&mut self, t: f64, t_next: f64) -> Result<(), Self::Error>;
+    fn take_step(&mut self, t: f64, t_next: f64) -> Result<(), RunError>;
+}
+
+/// Whether `flag` (a stop flag, if any) is set.
+pub(crate) fn requested(flag: Option<&'static AtomicBool>) -> bool {
+    flag.is_some_and(|f| f.load(Ordering::Relaxed))
 }
 
 /// Runs `stepper` from where it is to `until` (see [`Progress::run`]), handing frames to
 /// `sink`, and records frames, steps, wall and simulated time and threads in its statistics.
-/// Stops between two steps with [`RunError::Interrupted`] once the model's stop flag is set
-/// ([`Simulation::stop_when`]).
-pub fn run_until<S: Stepper>(
+/// Stops between two steps with [`RunError::Interrupted`] once its stop flag is set
+/// ([`Stepper::stop_when`]).
+pub(crate) fn run_until<S: FixedStepper>(
     stepper: &mut S,
     until: f64,
     sink: &mut dyn FrameSink,
-) -> Result<(), S::Error> {
+) -> Result<(), RunError> {
     let mut progress = *stepper.progress();
     let started = Instant::now();
     let result = progress.run(until, |due| match due {
         Due::Frame { index, time } => {
-            write_frame(stepper.simulation(), index, time, sink)?;
-            stepper.run_stats().frames += 1;
+            write_frame(&*stepper, index, time, sink)?;
+            stepper.run_stats_mut().frames += 1;
             Ok(())
         }
         Due::Step { t, t_next } => {
-            if stepper.simulation().stop_requested() {
-                stepper.run_stats().interrupted = true;
-                return Err(RunError::Interrupted { time: t }.into());
+            if stepper.stop_requested() {
+                stepper.run_stats_mut().interrupted = true;
+                return Err(RunError::Interrupted { time: t });
             }
             stepper.take_step(t, t_next)?;
-            resolvable(stepper.simulation(), t_next, t_next - t).map_err(Into::into)
+            resolvable(stepper.model(), t_next, t_next - t)
         }
     });
     *stepper.progress() = progress;
     stepper.record_steps(progress.steps);
-    let run = stepper.run_stats();
+    let run = stepper.run_stats_mut();
     run.wall_seconds += started.elapsed().as_secs_f64();
     run.simulated_seconds = progress.time();
     run.threads = rayon::current_num_threads();
     result
 }
 
-/// Hands the positions of `sim` at `time` to `sink` as frame `index`, after checking that they
-/// are finite.
-pub fn write_frame(
-    sim: &Simulation,
+/// Hands the positions of `stepper`'s model (all at `time`) to `sink` as frame `index`, after
+/// checking that they are finite.
+fn write_frame(
+    stepper: &dyn Stepper,
     index: u64,
     time: f64,
     sink: &mut dyn FrameSink,
 ) -> Result<(), RunError> {
-    let positions = &sim.state().x;
+    let positions = &stepper.model().state.x;
     if let Some(vertex) = positions.iter().position(|p| !p.is_finite()) {
         return Err(RunError::Diverged { time, vertex });
     }
@@ -194,8 +199,15 @@ pub fn write_frame(
         index,
         time,
         positions,
-        simulation: sim,
+        stepper,
     })
+}
+
+/// Writes every vertex's step into `out`: `h` for the free vertices, infinite for those no
+/// force moves.
+pub(crate) fn uniform_steps(model: &Model, h: f64, out: &mut Vec<f64>) {
+    out.clear();
+    out.extend((model.state.inv_mass.iter()).map(|&w| if w > 0.0 { h } else { f64::INFINITY }));
 }
 
 /// The largest coordinate, and motion over a step in a coordinate, that continuous collision
@@ -203,11 +215,11 @@ pub fn write_frame(
 /// below `f64::MAX` with a wide margin up to here.
 pub const COORDINATE_LIMIT: f64 = 1e100;
 
-/// Checks that every position and velocity of `sim` at `time` is finite, and that every
+/// Checks that every position and velocity of `model` at `time` is finite, and that every
 /// position and its motion over a step of length `h` is within [`COORDINATE_LIMIT`]: a step
 /// that broke this stops the run before the next step's collision detection reads the state.
-fn resolvable(sim: &Simulation, time: f64, h: f64) -> Result<(), RunError> {
-    let state = sim.state();
+fn resolvable(model: &Model, time: f64, h: f64) -> Result<(), RunError> {
+    let state = &model.state;
     let pairs = || state.x.iter().zip(&state.v);
     if let Some(vertex) = pairs().position(|(x, v)| !(x.is_finite() && v.is_finite())) {
         return Err(RunError::Diverged { time, vertex });

@@ -7,19 +7,20 @@ use std::process::{Command, Output};
 use acm::check::{audit_positions, measure, AuditReport};
 use acm::mesh;
 use acm::scene::{Material, Scene, SceneObject};
+use acm::Stepper;
 use acm::{Frame, FrameSink, RunError, Simulation};
 use glam::DVec3;
 
 /// Total linear momentum of `sim` now.
 pub fn momentum(sim: &Simulation) -> DVec3 {
     let mut x = Vec::new();
-    sim.positions_at(sim.time(), &mut x);
+    sim.model().positions_at(sim.time(), &mut x);
     measure(sim, sim.time(), &x).momentum
 }
 
 /// The sum of the vertices' momentum magnitudes: the scale of a relative momentum drift.
 pub fn momentum_scale(sim: &Simulation) -> f64 {
-    let state = sim.state();
+    let state = sim.model().state();
     (0..state.len())
         .map(|i| state.mass[i] * state.v[i].length())
         .sum()
@@ -32,7 +33,7 @@ impl FrameSink for Audited {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
         audit_positions(
             frame.positions,
-            frame.simulation.triangles(),
+            frame.model().triangles(),
             1.0,
             frame.index,
             &mut self.0,

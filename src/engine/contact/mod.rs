@@ -31,10 +31,11 @@ pub(super) use motion::feature_distance;
 use motion::{first_four, local_feature_distance, Motion};
 
 use super::triangle_pairs::TriangleTopology;
-use super::{ObjectRange, RunError};
+use super::RunError;
 use crate::events::{EventId, EventKind, EventQueue, Scheduler};
 use crate::kds::{BroadPhase, BroadPhaseKind, BroadPhaseStats};
 use crate::mesh::TriangleList;
+use crate::model::ObjectRange;
 use crate::penalty::closest::TRIANGLE_PAIR_FEATURES;
 use crate::penalty::layers::{LayerClocks, LayerSchedule};
 use crate::penalty::ContactKey;

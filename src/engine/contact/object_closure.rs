@@ -28,7 +28,7 @@ use glam::{DMat3, DVec3};
 use hashbrown::HashMap;
 
 use super::force_phases::ForcePhases;
-use crate::engine::ObjectRange;
+use crate::model::ObjectRange;
 use crate::penalty::impulse::PairImpulse;
 use crate::penalty::ContactKey;
 use crate::state::VertexState;

@@ -7,9 +7,9 @@ use hashbrown::HashMap;
 
 use super::motion::Motion;
 use crate::engine::contingency::Contingency;
-use crate::engine::{describe_vertices, ObjectRange};
 use crate::events::EventId;
 use crate::kds::slab::{no_budget, ClosingBudget, Slab};
+use crate::model::{describe_vertices, ObjectRange};
 use crate::penalty::ContactKey;
 use crate::state::VertexState;
 

@@ -60,7 +60,7 @@ use glam::DVec3;
 
 use super::force_phases::ForcePhases;
 use super::object_closure::{ObjectClosure, TickWork};
-use crate::engine::ObjectRange;
+use crate::model::ObjectRange;
 use crate::penalty::closest::{edge_edge, vertex_triangle};
 use crate::penalty::impulse::PairImpulse;
 use crate::penalty::layers::LayerSchedule;

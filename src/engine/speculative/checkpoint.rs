@@ -9,7 +9,7 @@
 use glam::DVec3;
 
 use crate::engine::contact::ContactCheckpoint;
-use crate::engine::{ForceEvent, Simulation, Stats};
+use crate::engine::{Simulation, Stats};
 use crate::events::{EventQueue, EventTable};
 
 /// A saved simulation state (see the module docs).
@@ -21,7 +21,7 @@ pub(super) struct Checkpoint {
     spring_memory: Vec<f64>,
     hinge_memory: Vec<f64>,
     drag_previous: Vec<DVec3>,
-    forces: Vec<ForceEvent>,
+    ticks: Vec<u64>,
     next_key: Vec<usize>,
     events: EventTable,
     queue: EventQueue,
@@ -36,13 +36,13 @@ pub(super) struct Checkpoint {
 impl Checkpoint {
     /// Saves `sim`'s state.
     pub(super) fn save(&mut self, sim: &Simulation) {
-        self.x.clone_from(&sim.state.x);
-        self.t.clone_from(&sim.state.t);
-        self.v.clone_from(&sim.state.v);
-        self.spring_memory.clone_from(&sim.springs.memory);
-        self.hinge_memory.clone_from(&sim.hinges.memory);
-        self.drag_previous.clone_from(&sim.drag.previous);
-        self.forces.clone_from(&sim.forces);
+        self.x.clone_from(&sim.model.state.x);
+        self.t.clone_from(&sim.model.state.t);
+        self.v.clone_from(&sim.model.state.v);
+        self.spring_memory.clone_from(&sim.model.springs.memory);
+        self.hinge_memory.clone_from(&sim.model.hinges.memory);
+        self.drag_previous.clone_from(&sim.model.drag.previous);
+        self.ticks.clone_from(&sim.ticks);
         self.next_key.clone_from(&sim.next_key);
         self.events.clone_from(&sim.events);
         self.queue.clone_from(&sim.queue);
@@ -56,13 +56,13 @@ impl Checkpoint {
 
     /// Puts `sim` back into the saved state.
     pub(super) fn restore(&self, sim: &mut Simulation) {
-        sim.state.x.clone_from(&self.x);
-        sim.state.t.clone_from(&self.t);
-        sim.state.v.clone_from(&self.v);
-        sim.springs.memory.clone_from(&self.spring_memory);
-        sim.hinges.memory.clone_from(&self.hinge_memory);
-        sim.drag.previous.clone_from(&self.drag_previous);
-        sim.forces.clone_from(&self.forces);
+        sim.model.state.x.clone_from(&self.x);
+        sim.model.state.t.clone_from(&self.t);
+        sim.model.state.v.clone_from(&self.v);
+        sim.model.springs.memory.clone_from(&self.spring_memory);
+        sim.model.hinges.memory.clone_from(&self.hinge_memory);
+        sim.model.drag.previous.clone_from(&self.drag_previous);
+        sim.ticks.clone_from(&self.ticks);
         sim.next_key.clone_from(&self.next_key);
         sim.events.clone_from(&self.events);
         sim.queue.clone_from(&self.queue);

@@ -26,7 +26,7 @@ impl<'a> CheckedFrames<'a> {
 impl FrameSink for CheckedFrames<'_> {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
         let mut report = AuditReport::default();
-        let triangles = frame.simulation.triangles();
+        let triangles = frame.model().triangles();
         // Cutoff 0: only intersections are looked for, not the closest distance.
         audit_positions(frame.positions, triangles, 0.0, frame.index, &mut report).map_err(
             |e| RunError::Internal {

@@ -220,7 +220,7 @@ pub(super) fn run_until(
     result?;
     if until.is_finite() {
         sim.time = sim.time.max(until);
-        sim.stats.simulated_seconds = sim.time;
+        sim.stats.run.simulated_seconds = sim.time;
     }
     Ok(())
 }
@@ -255,14 +255,14 @@ impl Speculative {
         // The first frame after the start (the one at the start, if due, is taken first): a
         // frame inside the window would be written from a run that may yet be rolled back.
         let mut next_frame = sim.next_frame;
-        while next_frame as f64 * sim.frame_interval <= start {
+        while next_frame as f64 * sim.model.frame_interval <= start {
             next_frame += 1;
         }
         let mut end = (start + self.length).min(until);
-        end = end.min(next_frame as f64 * sim.frame_interval);
+        end = end.min(next_frame as f64 * sim.model.frame_interval);
         // A window of no length takes the events at `until` itself.
         let last = end <= start;
-        self.history.begin(&sim.state, start);
+        self.history.begin(&sim.model.state, start);
         if let Some(log) = sim.contact.as_mut().and_then(Contact::speculative_log) {
             log.layers.clear();
         }
@@ -270,7 +270,7 @@ impl Speculative {
         self.pending.clear();
         let (mut rollbacks, mut probes, mut next, mut processed) = (0, 0, 0, None);
         let (mut whole_finds, mut rolled_back_events) = (0, 0);
-        let vertices = sim.state.len();
+        let vertices = sim.model.state.len();
         let mut stop = if last {
             Stop::End
         } else {
@@ -455,8 +455,8 @@ impl Speculative {
                 }
                 EventKind::Script => {
                     sim.fire_script(id);
-                    let script = &sim.scripts[payload as usize];
-                    self.history.record(&sim.state, &script.vertices);
+                    let script = &sim.model.scripts[payload as usize];
+                    self.history.record(&sim.model.state, &script.vertices);
                 }
                 EventKind::Snapshot if sim.next_frame < self.frames_emitted => {
                     sim.fire_snapshot(id, t, &mut NoFrames)?;
@@ -468,7 +468,7 @@ impl Speculative {
                 EventKind::Penalty => {
                     sim.processed += sim.fire_contact(id, kind, t)? as u64;
                     if let Some(log) = sim.contact.as_mut().and_then(Contact::speculative_log) {
-                        self.history.record(&sim.state, &log.kicked);
+                        self.history.record(&sim.model.state, &log.kicked);
                     }
                 }
                 EventKind::Certificate | EventKind::BroadPhase => {
@@ -486,11 +486,11 @@ impl Speculative {
                 payload,
             });
             if sim.stop_requested() {
-                sim.stats.interrupted = true;
+                sim.stats.run.interrupted = true;
                 return Err(RunError::Interrupted { time: t });
             }
         }
-        if let Err(v) = self.history.seal(&sim.state, end) {
+        if let Err(v) = self.history.seal(&sim.model.state, end) {
             return Err(RunError::Internal {
                 time: end,
                 event: 0,
@@ -502,9 +502,9 @@ impl Speculative {
 
     /// Records the velocity changes of a tick of force `index`.
     fn record_force(&mut self, sim: &Simulation, index: usize) {
-        match sim.local_vertices(index) {
-            Some(vertices) => self.history.record(&sim.state, vertices),
-            None => self.history.record_all(&sim.state),
+        match sim.model.force_vertices(index) {
+            Some(vertices) => self.history.record(&sim.model.state, vertices),
+            None => self.history.record_all(&sim.model.state),
         }
     }
 
@@ -531,7 +531,7 @@ impl Speculative {
             queue: &mut sim.queue,
         };
         for v in at_stop {
-            contact.switch_on_speculatively(v.key, v.layer, &sim.state, t, sched)?;
+            contact.switch_on_speculatively(v.key, v.layer, &sim.model.state, t, sched)?;
         }
         Ok(())
     }
@@ -568,7 +568,7 @@ impl Speculative {
             table: &mut sim.events,
             queue: &mut sim.queue,
         };
-        contact.switch_on_speculatively(p.key, p.layer, &sim.state, p.switch_on, sched)?;
+        contact.switch_on_speculatively(p.key, p.layer, &sim.model.state, p.switch_on, sched)?;
         *next += 1;
         Ok(())
     }
@@ -585,7 +585,7 @@ impl Speculative {
         let mut candidates = std::mem::take(&mut self.candidates);
         self.fresh = whole;
         if whole {
-            self.history.fit_volumes(&sim.state);
+            self.history.fit_volumes(&sim.model.state);
             self.detector
                 .candidates(&self.history, reach, &mut candidates);
         }
@@ -623,7 +623,7 @@ impl Speculative {
             })
             .collect();
         let found =
-            (self.detector).violations(&self.history, &schedule, &sim.state.inv_mass, &keys);
+            (self.detector).violations(&self.history, &schedule, &sim.model.state.inv_mass, &keys);
         // A whole check's finds spoil the run only if one of them would have acted in it.
         let stands = found.is_empty()
             || (whole && {

@@ -67,7 +67,7 @@ impl Rewinds {
     ) {
         let saved = &mut self.saved[self.valid];
         saved.checkpoint.save(sim);
-        saved.history = history.mark(&sim.state, self.marks[self.valid]);
+        saved.history = history.mark(&sim.model.state, self.marks[self.valid]);
         saved.processed = processed;
         self.valid += 1;
     }
@@ -83,7 +83,7 @@ impl Rewinds {
         let j = self.marks[..self.valid].partition_point(|&m| m <= t).max(1) - 1;
         let saved = &self.saved[j];
         saved.checkpoint.restore(sim);
-        history.rewind(saved.history, &sim.state, self.marks[j]);
+        history.rewind(saved.history, &sim.model.state, self.marks[j]);
         self.valid = j + 1;
         (self.marks[j], saved.processed)
     }

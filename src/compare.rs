@@ -1,5 +1,5 @@
-//! `acm compare`: one scene, the three integrators (ACM, the synchronous baseline, implicit
-//! contact handling), the same simulated time, one table.
+//! `acm compare`: one scene, every method (ACM, the synchronous baseline, implicit contact
+//! handling), the same simulated time, one table.
 //!
 //! Each run hands its frames to an in-memory sink that audits them exactly
 //! ([`crate::check::audit_positions`]) and measures energy and momentum
@@ -7,12 +7,9 @@
 
 use std::fmt::Write as _;
 
-use super::SyncSimulation;
 use crate::check::{audit_positions, measure, AuditReport, Conservation};
-use crate::engine::{Frame, FrameSink, RunError};
-use crate::implicit::ImplicitSimulation;
 use crate::scene::{FailSafe, Method, Scene};
-use crate::Simulation;
+use crate::{driver, Frame, FrameSink, RunError};
 
 /// Pairs closer than this (cm) count towards the minimum distance.
 const DISTANCE_CUTOFF: f64 = 1.0;
@@ -44,102 +41,46 @@ pub struct CompareRow {
     pub momentum_drift_relative: f64,
     /// `None` if the run reached the end; otherwise why it stopped.
     pub stopped: Option<String>,
-    /// For the synchronous and implicit runs: steps, and how much the fail-safe had to do.
+    /// The method's summary of its run ([`crate::Stepper::summary`]): events, or steps and how
+    /// much the fail-safe had to do.
     pub notes: Option<String>,
 }
 
-/// Runs `scene` with ACM, the synchronous integrator and the implicit integrator up to `until`
-/// and returns one row for each. A scene one integrator cannot build (for example, primitives closer than ACM's
-/// `eta1`) gives a row that says so.
+/// Runs `scene` with every method ([`Method::ALL`]) up to `until` and returns one row for
+/// each, with the method's summary of its run as the row's notes. A scene one method cannot
+/// build (for example, primitives closer than ACM's `eta1`) gives a row that says so.
 pub fn compare(scene: &Scene, until: f64) -> Vec<CompareRow> {
-    let mut rows = Vec::with_capacity(3);
-    let mut acm_scene = scene.clone();
-    acm_scene.integrator.method = Method::Acm;
-    let mut sink = Measure::default();
-    let row = match Simulation::new(&acm_scene) {
-        Ok(mut sim) => {
-            let result = sim.run_until(until, &mut sink);
-            let s = sim.stats();
-            sink.row(
-                "acm".into(),
-                s.wall_seconds,
-                s.simulated_seconds,
-                scene,
-                result.err().map(|e| e.to_string()),
-            )
-        }
-        Err(e) => Measure::default().row("acm".into(), 0.0, 0.0, scene, Some(e.to_string())),
-    };
-    rows.push(row);
-    let mut sync_scene = scene.clone();
-    sync_scene.integrator.method = Method::Sync;
-    let name = match scene.sync.failsafe {
-        FailSafe::ImpactZones => "sync (impact zones)",
-        FailSafe::InelasticProjection => "sync (inelastic projection)",
-    };
-    let mut sink = Measure::default();
-    let row = match SyncSimulation::new(&sync_scene) {
-        Ok(mut sim) => {
-            let result = sim.run_until(until, &mut sink);
-            let s = &sim.stats().run;
-            let f = &sim.stats().filter;
-            let mut row = sink.row(
-                name.into(),
-                s.wall_seconds,
-                s.simulated_seconds,
-                scene,
-                result.err().map(|e| e.to_string()),
-            );
-            row.notes = Some(format!(
-                "{} steps of {:.3e} s; fail-safe in {} steps ({} rounds, largest zone {} \
-                 vertices, {} rigid-zone disagreements), {} unresolved steps",
-                sim.stats().steps,
-                sim.step(),
-                f.failsafe_steps,
-                f.failsafe_rounds,
-                f.largest_zone,
-                f.rigid_disagreements,
-                f.unresolved_steps
-            ));
-            row
-        }
-        Err(e) => Measure::default().row(name.into(), 0.0, 0.0, scene, Some(e.to_string())),
-    };
-    rows.push(row);
-    let mut implicit_scene = scene.clone();
-    implicit_scene.integrator.method = Method::Implicit;
-    let mut sink = Measure::default();
-    let row = match ImplicitSimulation::new(&implicit_scene) {
-        Ok(mut sim) => {
-            let result = sim.run_until(until, &mut sink);
-            let s = sim.stats();
-            let mut row = sink.row(
-                "implicit".into(),
-                s.run.wall_seconds,
-                s.run.simulated_seconds,
-                scene,
-                result.err().map(|e| e.to_string()),
-            );
-            row.notes = Some(format!(
-                "{} steps of {:.3e} s, {} sub-steps ({} halvings); CMR iterations per sub-step \
-                 (1, 2, ...): {:?}; fail-safe in {} sub-steps; {} ICA solves, {} outer \
-                 iterations, {} unconverged",
-                s.steps,
-                s.step,
-                s.substeps,
-                s.halvings,
-                s.cmr_iterations,
-                s.failsafe_steps,
-                s.ica_solves,
-                s.ica_outer_iterations,
-                s.ica_unconverged
-            ));
-            row
-        }
-        Err(e) => Measure::default().row("implicit".into(), 0.0, 0.0, scene, Some(e.to_string())),
-    };
-    rows.push(row);
-    rows
+    Method::ALL
+        .into_iter()
+        .map(|method| {
+            let name = match method {
+                Method::Sync => match scene.sync.failsafe {
+                    FailSafe::ImpactZones => "sync (impact zones)".into(),
+                    FailSafe::InelasticProjection => "sync (inelastic projection)".into(),
+                },
+                other => other.name().to_string(),
+            };
+            let mut run_scene = scene.clone();
+            run_scene.integrator.method = method;
+            let mut sink = Measure::default();
+            match driver(run_scene) {
+                Ok(mut stepper) => {
+                    let result = stepper.run_until(until, &mut sink);
+                    let s = stepper.run_stats();
+                    let mut row = sink.row(
+                        name,
+                        s.wall_seconds,
+                        s.simulated_seconds,
+                        scene,
+                        result.err().map(|e| e.to_string()),
+                    );
+                    row.notes = Some(stepper.summary());
+                    row
+                }
+                Err(e) => Measure::default().row(name, 0.0, 0.0, scene, Some(e.to_string())),
+            }
+        })
+        .collect()
 }
 
 /// The rows as an aligned text table, then the notes and one line per run that stopped early.
@@ -212,19 +153,19 @@ impl Default for Measure {
 
 impl FrameSink for Measure {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        let sim = frame.simulation;
+        let model = frame.model();
         if let Err(e) = audit_positions(
             frame.positions,
-            sim.triangles(),
+            model.triangles(),
             DISTANCE_CUTOFF,
             frame.index,
             &mut self.report,
         ) {
             self.audit_error.get_or_insert(e.to_string());
         }
-        let c = measure(sim, frame.time, frame.positions);
+        let c = measure(frame.stepper, frame.time, frame.positions);
         if self.first.is_none() {
-            let state = sim.state();
+            let state = model.state();
             self.free_mass = state
                 .mass
                 .iter()

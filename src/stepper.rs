@@ -1,0 +1,115 @@
+//! One interface for every method: a [`Stepper`] advances its [`Model`] through time and hands
+//! [`Frame`]s to a [`FrameSink`]. ACM's event loop ([`crate::Simulation`]), the synchronous
+//! velocity filter ([`crate::sync::SyncSimulation`]) and implicit contact
+//! ([`crate::implicit::ImplicitSimulation`]) implement it, so the command line, `acm compare` and
+//! the Python module drive any of them the same way ([`crate::driver`] builds the one a scene
+//! asks for).
+
+use std::sync::atomic::AtomicBool;
+
+use glam::DVec3;
+
+use crate::scene::Method;
+use crate::{Model, RunError, RunStats};
+
+/// A method that advances a model through time (see the module docs).
+pub trait Stepper: std::fmt::Debug + Send {
+    /// Which method this is.
+    fn method(&self) -> Method;
+
+    /// The model it advances.
+    fn model(&self) -> &Model;
+
+    /// The simulated time reached: everything before it is done.
+    fn time(&self) -> f64;
+
+    /// Advances to `until` (s), handing every frame due on the way to `sink`.
+    ///
+    /// # Errors
+    ///
+    /// Why the run stopped early ([`RunError`]): the state left what the method can resolve,
+    /// a guarantee would break, the stop flag was set ([`Self::stop_when`]), or the sink failed.
+    fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), RunError>;
+
+    /// Stops [`Self::run_until`] between two events or steps, with [`RunError::Interrupted`],
+    /// once `flag` is set (for example by a signal handler).
+    fn stop_when(&mut self, flag: &'static AtomicBool);
+
+    /// The statistics every method keeps (model size, wall and simulated time, frames).
+    fn run_stats(&self) -> &RunStats;
+
+    /// Everything the method counts, as written to `stats.json`.
+    fn stats_json(&self) -> serde_json::Value;
+
+    /// What the run did, in one line (steps or events, time spent), for the command line.
+    fn summary(&self) -> String;
+
+    /// Units of work done so far (events, or steps), live while a run goes on: for progress
+    /// reports.
+    fn work_done(&self) -> u64;
+
+    /// Writes each vertex's time step now into `out`: the finest clock acting on it, infinite
+    /// for a vertex no force moves.
+    fn vertex_steps(&self, out: &mut Vec<f64>);
+
+    /// Energy held by contact potentials at `positions` (ACM's penalty layers); zero for a
+    /// method whose contact holds none.
+    fn contact_energy(&self, _positions: &[DVec3]) -> f64 {
+        0.0
+    }
+
+    /// Penalty contact now (ACM's active layers); none for other methods.
+    fn penalty_now(&self) -> PenaltyNow {
+        PenaltyNow::default()
+    }
+}
+
+/// Penalty contact at one moment (see [`Stepper::penalty_now`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PenaltyNow {
+    /// Candidate pairs with at least one penalty layer active.
+    pub active_pairs: usize,
+    /// The deepest layer active in any pair (0: none).
+    pub deepest_layer: u32,
+}
+
+/// A frame handed to a [`FrameSink`]: positions of every vertex at the frame time.
+#[derive(Debug)]
+pub struct Frame<'a> {
+    /// Frame number, from 0.
+    pub index: u64,
+    /// Simulated time (s).
+    pub time: f64,
+    /// Global vertex positions at `time`.
+    pub positions: &'a [DVec3],
+    /// The method that made it, for reading anything else: its model (velocities, topology),
+    /// its statistics, its contact.
+    pub stepper: &'a dyn Stepper,
+}
+
+impl Frame<'_> {
+    /// The model the frame shows.
+    pub fn model(&self) -> &Model {
+        self.stepper.model()
+    }
+}
+
+/// Receives frames as a method reaches them (file writers, progress, analysis).
+pub trait FrameSink {
+    /// Handles one frame.
+    ///
+    /// # Errors
+    ///
+    /// Whatever stops the run (a full disk: [`RunError::Output`]).
+    fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError>;
+}
+
+/// A sink that ignores frames.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoFrames;
+
+impl FrameSink for NoFrames {
+    fn frame(&mut self, _frame: &Frame<'_>) -> Result<(), RunError> {
+        Ok(())
+    }
+}
