@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use acm::engine::{Frame, FrameSink, RunError, WaitPolicy};
 use acm::implicit::{ImplicitError, ImplicitSimulation};
-use acm::output::{write_stats, ContactCsv, EnergyCsv, FrameFormat, StepsCsv};
+use acm::output::{write_stats, ContactCsv, EnergyCsv, FrameFormat, FrameWriter, StepsCsv};
 use acm::profiling::{is_task, TraceTotals};
 use acm::scene::profile::{self, ProfileError};
 use acm::scene::{Method, SceneError};
@@ -89,9 +89,9 @@ struct RunArgs {
     #[arg(long, default_value = "out")]
     out: PathBuf,
     /// Frame files: obj (text, positions, the input's UVs), ply (binary, float positions and
-    /// velocities, triangle strips) or ply-faces (the same with a face list, for PLY readers
-    /// without tristrips).
-    #[arg(long, default_value = "obj", value_name = "obj|ply|ply-faces")]
+    /// velocities, a face list), ply-strips (the same with triangle strips, for Blender) or
+    /// usd (one frames.usda stage with time-sampled points and velocities).
+    #[arg(long, default_value = "obj", value_name = "obj|ply|ply-strips|usd")]
     format: FrameFormat,
     /// Stop after this many frames (the frame at t = 0 counts).
     #[arg(long, conflicts_with = "until", allow_negative_numbers = true)]
@@ -139,8 +139,8 @@ enum Failure {
     Internal(String),
     /// `acm check` found intersecting triangles (exit 3; the report is already printed).
     Intersecting,
-    /// Ctrl-C stopped the run (exit 130, the shell's code for SIGINT); what was written is
-    /// whole.
+    /// Ctrl-C or SIGTERM stopped the run (exit 130, the shell's code for SIGINT); what was
+    /// written is whole.
     Interrupted(String),
 }
 
@@ -200,23 +200,27 @@ fn main() -> ExitCode {
     }
 }
 
-/// Set by the first Ctrl-C; the run stops between two events and writes its `stats.json`.
+/// Set by the first Ctrl-C or SIGTERM; the run stops between two events and writes its
+/// `stats.json`.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-/// Makes the first SIGINT set [`INTERRUPTED`] (a second one ends the process at once).
-fn stop_on_ctrl_c() {
-    extern "C" fn on_sigint(_: libc::c_int) {
+/// Makes the first SIGINT (Ctrl-C) or SIGTERM (`kill`, `timeout`, job schedulers) set
+/// [`INTERRUPTED`]; a second one of the same signal ends the process at once.
+fn stop_on_signals() {
+    extern "C" fn on_signal(_: libc::c_int) {
         INTERRUPTED.store(true, Ordering::Relaxed);
     }
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe; the sigaction
-    // struct is fully initialised before the call. SA_RESETHAND restores the default action
-    // after the first signal.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        action.sa_flags = libc::SA_RESETHAND;
-        libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe; the
+        // sigaction struct is fully initialised before the call. SA_RESETHAND restores the
+        // default action after the first signal.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESETHAND;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
     }
 }
 
@@ -315,17 +319,24 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         "--out"
     };
     let stats_path = args.stats.unwrap_or_else(|| args.out.join("stats.json"));
-    if let Err(e) = std::fs::File::create(&stats_path) {
+    // The statistics before the first event: stats.json parses from the start, and is
+    // replaced whole as the run ends.
+    let initial_stats = match (&acm_sim, &sync_sim, &implicit_sim) {
+        (Some(sim), _, _) => write_stats(&stats_path, sim.stats()),
+        (_, Some(sim), _) => write_stats(&stats_path, sim.stats()),
+        (_, _, Some(sim)) => write_stats(&stats_path, sim.stats()),
+        _ => Ok(()),
+    };
+    if let Err(e) = initial_stats {
         if let Some((path, _)) = &trace {
             // Leave nothing behind: the trace file was created empty just above.
             let _ = std::fs::remove_file(path);
         }
         return Err(path_error(stats_flag, &stats_path, e));
     }
-    let stats_error =
-        |e: std::io::Error| Failure::Internal(format!("{}: {e}", stats_path.display()));
-    stop_on_ctrl_c();
-    let io = |e: std::io::Error| Failure::BadInput(format!("{}: {e}", args.out.display()));
+    stop_on_signals();
+    // Output errors name their file (a full disk: exit 2, "could not write out/frame_...").
+    let io = |e: std::io::Error| Failure::BadInput(format!("could not write {e}"));
     let frames = args.format.create(&args.out, uvs).map_err(io)?;
     let (contact_path, steps_path) = (args.out.join("contact.csv"), args.out.join("steps.csv"));
     let (contact, steps) = if acm_sim.is_some() {
@@ -355,11 +366,11 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     if let Some(sim) = &mut sync_sim {
         sim.stop_when(&INTERRUPTED);
         let result = pool.install(|| sim.run_until(until, &mut sink));
-        sink.progress.finish_and_clear();
-        write_json(&stats_path, sim.stats())?;
+        let finished = sink.finish(&stats_path, sim.stats());
         let s = sim.stats();
         return match result {
             Ok(()) => {
+                finished?;
                 println!(
                     "{}, {} synchronous steps of {:.3e} s, {:.2} s wall, {:.2} s in the velocity filter)",
                     fixed_step_summary(&name, &s.run, &args.out),
@@ -377,11 +388,11 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     if let Some(sim) = &mut implicit_sim {
         sim.stop_when(&INTERRUPTED);
         let result = pool.install(|| sim.run_until(until, &mut sink));
-        sink.progress.finish_and_clear();
-        write_json(&stats_path, sim.stats())?;
+        let finished = sink.finish(&stats_path, sim.stats());
         let s = sim.stats();
         return match result {
             Ok(()) => {
+                finished?;
                 println!(
                     "{}, {} implicit steps of {:.3e} s, {} halvings, {} fail-safe uses, {:.2} s wall, {:.2} s on contact)",
                     fixed_step_summary(&name, &s.run, &args.out),
@@ -410,16 +421,16 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         acm::profiling::start_trace();
     }
     let result = pool.install(|| sim.run_until(until, &mut sink));
-    sink.progress.finish_and_clear();
+    let finished = sink.finish(&stats_path, sim.stats());
     if let Some((path, mut file)) = trace {
         let totals = acm::profiling::finish_trace(&mut file)
             .and_then(|totals| file.flush().map(|()| totals))
             .map_err(|e| Failure::Internal(format!("{}: {e}", path.display())))?;
         print_zone_totals(&totals, sim.stats().wall_seconds);
     }
-    write_stats(&stats_path, sim.stats()).map_err(stats_error)?;
     match result {
         Ok(()) => {
+            finished?;
             let s = sim.stats();
             println!(
                 "{}: {} frames in {} ({} vertices, {:.3} s simulated, {} events, {:.2} s wall, {:.0} events/s)",
@@ -456,7 +467,10 @@ fn run_failure(e: RunError, name: &str, out: &Path) -> Failure {
             "{name}: interrupted at t = {time} s; the frames in {} and stats.json are whole",
             out.display()
         )),
-        RunError::Output(e) => Failure::BadInput(format!("{}: {e}", out.display())),
+        RunError::Output(e) => Failure::BadInput(format!(
+            "{name}: could not write {e}; the frames before it in {} are whole",
+            out.display()
+        )),
         e @ (RunError::Diverged { .. }
         | RunError::OutOfRange { .. }
         | RunError::NoProgress { .. }
@@ -554,9 +568,9 @@ fn progress_bar(until: f64, frame_interval: f64) -> ProgressBar {
     bar
 }
 
-/// Frames to OBJ or PLY files and the CSV files, with a progress bar.
+/// Frames to OBJ, PLY or USD files and the CSV files, with a progress bar.
 struct RunSink {
-    frames: Box<dyn FrameSink + Send>,
+    frames: Box<dyn FrameWriter>,
     energy: EnergyCsv,
     /// Penalty pairs and layers per frame (ACM runs).
     contact: Option<ContactCsv>,
@@ -564,6 +578,19 @@ struct RunSink {
     steps: Option<StepsCsv>,
     progress: ProgressBar,
     started: Instant,
+}
+
+impl RunSink {
+    /// Ends the run's output: clears the progress bar, completes the frames (a USD stage) and
+    /// replaces `stats.json` (at `stats_path`) with `stats`, whole. The first error names its
+    /// file.
+    fn finish(&mut self, stats_path: &Path, stats: &impl serde::Serialize) -> Result<(), Failure> {
+        self.progress.finish_and_clear();
+        let frames = self.frames.finish();
+        write_stats(stats_path, stats)
+            .and(frames)
+            .map_err(|e| Failure::BadInput(format!("could not write {e}")))
+    }
 }
 
 impl FrameSink for RunSink {
@@ -684,13 +711,6 @@ fn fixed_step_summary(name: &str, run: &acm::Stats, out: &Path) -> String {
         run.model.vertices,
         run.simulated_seconds
     )
-}
-
-/// Writes a fixed-step integrator's statistics to `path` as pretty JSON.
-fn write_json(path: &Path, stats: &impl serde::Serialize) -> Result<(), Failure> {
-    let json = serde_json::to_string_pretty(stats).map_err(|e| Failure::Internal(e.to_string()))?;
-    std::fs::write(path, json + "\n")
-        .map_err(|e| Failure::Internal(format!("{}: {e}", path.display())))
 }
 
 fn plot(dir: &Path) -> Result<(), Failure> {
