@@ -536,6 +536,19 @@ impl Simulation {
         true
     }
 
+    /// The time of the next key of the script that moves `vertex`, while one is still to
+    /// come: a velocity set on the vertex before then ([`Self::set_velocity`]) is replaced at
+    /// that key. `None` for a vertex no script moves, or once its script's last key has passed.
+    pub fn next_script_key(&self, vertex: usize) -> Option<f64> {
+        let vertex = u32::try_from(vertex).ok()?;
+        self.scripts
+            .iter()
+            .zip(&self.next_key)
+            .filter(|(script, _)| script.vertices.binary_search(&vertex).is_ok())
+            .filter_map(|(script, &key)| script.keys.get(key).map(|&(t, _)| t))
+            .reduce(f64::min)
+    }
+
     /// Stops [`Self::run_until`] between two events, with [`RunError::Interrupted`], once `flag`
     /// is set (for example by a Ctrl-C handler). The frames already handed out are whole, and
     /// [`Self::stats`] says how far the run got.
