@@ -17,7 +17,8 @@
 //! println!("{} events", sim.stats().events.total());
 //! ```
 //!
-//! Features: `cli` (the `acm` application) and `plot` (the `plot` module: PNG charts) are on by default;
+//! Features: `cli` (the `acm` application), `plot` (the `plot` module: PNG charts) and `view` (the
+//! `view` module: the frame viewer page and pictures) are on by default;
 //! `cargo build --no-default-features --lib` builds the engine alone. `profile-tracy` opens
 //! Tracy spans for the loop's phases ([`profiling`]).
 #![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
@@ -40,8 +41,13 @@ pub mod sync;
 #[cfg(test)]
 mod test_rng;
 pub mod threads;
+#[cfg(feature = "view")]
+pub mod view;
 
 pub use engine::{Frame, FrameSink, NoFrames, Processed, RunError, Simulation, Stats, WaitPolicy};
+/// The vector library of the public API (`DVec3` positions and velocities), re-exported so an
+/// embedding program uses the same version.
+pub use glam;
 pub use scene::Scene;
 
 /// The built-in default scene: the profile `profiles/sheet_on_sphere.toml` (a sheet draping

@@ -15,6 +15,7 @@ use acm::profiling::{is_task, TraceTotals};
 use acm::scene::profile::{self, ProfileError};
 use acm::scene::{Method, SceneError};
 use acm::sync::{SyncError, SyncSimulation};
+use acm::view::FrameSet;
 use acm::{Scene, Simulation};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -48,6 +49,35 @@ enum Command {
     /// Draw PNG charts of a run's output directory: energy and momentum, penalty pairs and the
     /// deepest layer over time, and the histogram of vertex time steps.
     Plot(PlotArgs),
+    /// Write one self-contained HTML page that plays a run's frames (WebGL: drag to orbit,
+    /// wheel to zoom, a time slider); open it in any browser.
+    View(ViewArgs),
+    /// Draw a frame of a run as a shaded PNG picture, on the CPU (no GPU or display needed).
+    Render(RenderArgs),
+}
+
+#[derive(Args)]
+struct ViewArgs {
+    /// Output directory of `acm run` holding OBJ or PLY frames.
+    dir: PathBuf,
+    /// The page to write (default: DIR/view.html).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct RenderArgs {
+    /// Output directory of `acm run` holding OBJ or PLY frames.
+    dir: PathBuf,
+    /// The frame to draw (default: the last).
+    #[arg(long, allow_negative_numbers = true)]
+    frame: Option<i64>,
+    /// The picture to write (default: DIR/frame_NNNNN.png).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Picture size in pixels, WIDTHxHEIGHT.
+    #[arg(long, default_value = "960x720")]
+    size: String,
 }
 
 #[derive(Args)]
@@ -181,6 +211,8 @@ fn main() -> ExitCode {
         Command::Check(args) => check(args),
         Command::Compare(args) => compare(args),
         Command::Plot(args) => plot(&args.dir),
+        Command::View(args) => view(args),
+        Command::Render(args) => render(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -231,6 +263,39 @@ fn load(profile: Option<&Path>, overrides: &[String]) -> Result<Scene, Failure> 
     })
 }
 
+/// The profile a command names: `path` when it exists or is a path; a bare name (`drape_10k`)
+/// is `profiles/NAME.toml` in the working directory, else in this program's source checkout.
+fn find_profile(path: PathBuf) -> PathBuf {
+    let bare = path.components().count() == 1 && path.extension().is_none();
+    if path.exists() || !bare {
+        return path;
+    }
+    let file = Path::new("profiles").join(&path).with_extension("toml");
+    [
+        file.clone(),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(&file),
+    ]
+    .into_iter()
+    .find(|candidate| candidate.is_file())
+    .unwrap_or(path)
+}
+
+/// The last line of a run: how to look at what it wrote.
+fn print_next_steps(out: &Path, format: FrameFormat) {
+    if format == FrameFormat::Usd {
+        println!(
+            "look at it: open {} in usdview, Blender or Houdini",
+            format.path(out, 0).display()
+        );
+        return;
+    }
+    let out = out.display();
+    println!(
+        "look at it: acm view {out} (a page for the browser), acm render {out} (a picture), \
+         acm check {out} (the intersection audit)"
+    );
+}
+
 /// What names a profile in messages: its path, or the built-in scene.
 fn source(profile: Option<&Path>) -> String {
     profile.map_or_else(
@@ -244,7 +309,8 @@ fn bad_scene(source: &str, e: SceneError) -> Failure {
     Failure::BadInput(format!("{source}: {e}"))
 }
 
-fn run(args: RunArgs) -> Result<(), Failure> {
+fn run(mut args: RunArgs) -> Result<(), Failure> {
+    args.profile = args.profile.map(find_profile);
     let mut scene = load(args.profile.as_deref(), &args.overrides)?;
     let file = source(args.profile.as_deref());
     let until = match (args.frames, args.until) {
@@ -379,6 +445,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
                     s.run.wall_seconds,
                     s.filter_seconds
                 );
+                print_next_steps(&args.out, args.format);
                 Ok(())
             }
             Err(SyncError::Run(e)) => Err(run_failure(e, &name, &args.out)),
@@ -403,6 +470,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
                     s.run.wall_seconds,
                     s.contact_seconds
                 );
+                print_next_steps(&args.out, args.format);
                 Ok(())
             }
             Err(ImplicitError::Run(e)) => Err(run_failure(e, &name, &args.out)),
@@ -454,6 +522,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
                     s.events_total
                 );
             }
+            print_next_steps(&args.out, args.format);
             Ok(())
         }
         Err(e) => Err(run_failure(e, &name, &args.out)),
@@ -487,7 +556,7 @@ fn run_failure(e: RunError, name: &str, out: &Path) -> Failure {
 }
 
 fn compare(args: CompareArgs) -> Result<(), Failure> {
-    let scene = load(Some(&args.profile), &args.overrides)?;
+    let scene = load(Some(&find_profile(args.profile)), &args.overrides)?;
     let until = match args.until {
         Some(t) if !(t.is_finite() && t >= 0.0) => {
             return Err(Failure::BadInput(format!(
@@ -612,7 +681,8 @@ impl FrameSink for RunSink {
     }
 }
 
-fn info(args: InfoArgs) -> Result<(), Failure> {
+fn info(mut args: InfoArgs) -> Result<(), Failure> {
+    args.profile = find_profile(args.profile);
     let scene = load(Some(&args.profile), &args.overrides)?;
     let sim = Simulation::new(&scene).map_err(|e| bad_scene(&source(Some(&args.profile)), e))?;
     let s = sim.stats();
@@ -725,53 +795,18 @@ fn plot(dir: &Path) -> Result<(), Failure> {
 }
 
 fn check(args: CheckArgs) -> Result<(), Failure> {
-    let bad = |m: String| Failure::BadInput(format!("{}: {m}", args.dir.display()));
     if args.cutoff.is_nan() || args.cutoff < 0.0 {
         return Err(Failure::BadInput(format!(
             "--cutoff must be >= 0, got {}",
             args.cutoff
         )));
     }
-    let listing: Vec<PathBuf> = std::fs::read_dir(&args.dir)
-        .map_err(|e| bad(e.to_string()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    let frames_ending = |ending: &str| {
-        let mut frames: Vec<&PathBuf> = listing
-            .iter()
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("frame_") && n.ends_with(ending))
-            })
-            .collect();
-        frames.sort();
-        frames
-    };
-    let (obj, ply) = (frames_ending(".obj"), frames_ending(".ply"));
-    let frames = match (obj.is_empty(), ply.is_empty()) {
-        (false, true) => obj,
-        (true, false) => ply,
-        (true, true) => return Err(bad("no frame_*.obj or frame_*.ply files".into())),
-        (false, false) => {
-            return Err(bad(
-                "holds both frame_*.obj and frame_*.ply files; check one run's frames".into(),
-            ))
-        }
-    };
+    let set = FrameSet::list(&args.dir).map_err(Failure::BadInput)?;
     let mut report = acm::check::AuditReport::default();
     let mut triangles: Option<Vec<[u32; 3]>> = None;
-    for (index, path) in frames.iter().enumerate() {
+    for (index, path) in set.paths.iter().enumerate() {
         let name = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| Failure::BadInput(format!("{name}: {e}")))?;
-        let mesh = if name.ends_with(".ply") {
-            acm::mesh::parse_ply(&bytes, &name)
-        } else {
-            let text = String::from_utf8(bytes)
-                .map_err(|_| Failure::BadInput(format!("{name}: not a text file")))?;
-            acm::mesh::parse_obj(&text, &name)
-        }
-        .map_err(|e| Failure::BadInput(e.to_string()))?;
+        let (mesh, _) = set.read(index).map_err(Failure::BadInput)?;
         match &triangles {
             Some(t) if *t != mesh.triangles => {
                 return Err(Failure::BadInput(format!(
@@ -797,4 +832,63 @@ fn check(args: CheckArgs) -> Result<(), Failure> {
     } else {
         Ok(())
     }
+}
+
+/// `acm view`: the run's frames as one HTML page.
+fn view(args: ViewArgs) -> Result<(), Failure> {
+    let set = FrameSet::list(&args.dir).map_err(Failure::BadInput)?;
+    let out = args.out.unwrap_or_else(|| args.dir.join("view.html"));
+    let mut page = Vec::new();
+    acm::view::page::write_page(&set, &mut page).map_err(Failure::BadInput)?;
+    acm::output::write_whole(&out, |w| w.write_all(&page))
+        .map_err(|e| Failure::BadInput(format!("could not write {e}")))?;
+    println!(
+        "wrote {} ({} frames, {:.1} MB): open it in a browser",
+        out.display(),
+        set.paths.len(),
+        page.len() as f64 / 1e6
+    );
+    Ok(())
+}
+
+/// `acm render`: one frame as a shaded PNG.
+fn render(args: RenderArgs) -> Result<(), Failure> {
+    let size = args
+        .size
+        .split_once('x')
+        .and_then(|(w, h)| Some((w.parse::<usize>().ok()?, h.parse::<usize>().ok()?)))
+        .filter(|&(w, h)| (1..=8192).contains(&w) && (1..=8192).contains(&h))
+        .ok_or_else(|| {
+            Failure::BadInput(format!(
+                "--size {}: expected WIDTHxHEIGHT, each 1 to 8192 pixels (e.g. 960x720)",
+                args.size
+            ))
+        })?;
+    let set = FrameSet::list(&args.dir).map_err(Failure::BadInput)?;
+    let last = set.paths.len() - 1;
+    let index = match args.frame {
+        None => last,
+        Some(n) if (0..=last as i64).contains(&n) => n as usize,
+        Some(n) => {
+            return Err(Failure::BadInput(format!(
+                "--frame {n}: {} holds frames 0 to {last}",
+                args.dir.display()
+            )))
+        }
+    };
+    let (mesh, spans) = set.read(index).map_err(Failure::BadInput)?;
+    let spans = acm::view::frames::spans_or_whole(spans, mesh.positions.len());
+    let picture = acm::view::raster::render(&mesh, &spans, size.0, size.1);
+    let out = args
+        .out
+        .unwrap_or_else(|| args.dir.join(format!("frame_{index:05}.png")));
+    acm::output::write_whole(&out, |w| picture.write_png(w))
+        .map_err(|e| Failure::BadInput(format!("could not write {e}")))?;
+    println!(
+        "wrote {} (frame {index}, {}x{})",
+        out.display(),
+        size.0,
+        size.1
+    );
+    Ok(())
 }
