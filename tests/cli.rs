@@ -12,6 +12,7 @@ fn read_frame(dir: &std::path::Path, index: u64) -> TriMesh {
 }
 
 #[test]
+#[ignore = "long scene run: cargo test --release -- --ignored (.ci/run runs it)"]
 fn default_run_writes_a_consistent_frame_sequence() {
     let dir = tempfile::tempdir().unwrap();
     let out = acm(dir.path(), &["--help"]);
@@ -367,18 +368,20 @@ bend = 0.1
     }
 }
 
+/// Runs `acm args` in `dir`, checks it succeeds, and returns its standard output.
+fn succeeds(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = acm(dir, args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn a_profile_named_without_a_path_is_found_in_profiles_and_the_run_says_how_to_look_at_it() {
     let dir = tempfile::tempdir().unwrap();
-    let out = acm(
+    let stdout = succeeds(
         dir.path(),
         &["run", "pinned_sheet", "--frames", "3", "--out", "o"],
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     assert!(
         stdout.starts_with("pinned_sheet: 3 frames in o"),
@@ -411,30 +414,13 @@ fn read_png(path: &std::path::Path) -> (u32, u32, Vec<u8>) {
 fn render_draws_a_frame_and_view_writes_a_page_holding_every_frame() {
     let dir = tempfile::tempdir().unwrap();
     let profile = profiles_dir().join("pinned_sheet.toml");
-    let run = acm(
-        dir.path(),
-        &[
-            "run",
-            profile.to_str().unwrap(),
-            "--frames",
-            "6",
-            "--out",
-            "o",
-        ],
-    );
-    assert!(run.status.success());
+    let profile = profile.to_str().unwrap();
+    succeeds(dir.path(), &["run", profile, "--frames", "6", "--out", "o"]);
     for (frame, png) in [("0", "first.png"), ("5", "last.png")] {
-        let out = acm(
-            dir.path(),
-            &[
-                "render", "o", "--frame", frame, "--size", "96x72", "--out", png,
-            ],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let args = [
+            "render", "o", "--frame", frame, "--size", "96x72", "--out", png,
+        ];
+        succeeds(dir.path(), &args);
     }
     let (first, last) = (
         read_png(&dir.path().join("first.png")),
@@ -447,8 +433,7 @@ fn render_draws_a_frame_and_view_writes_a_page_holding_every_frame() {
     assert!(covered > 96 * 72 / 20, "{covered} pixels drawn");
     assert_ne!(first.2, last.2, "the sheet swung between frames 0 and 5");
     // Without --frame and --out: the last frame, beside the frames.
-    let out = acm(dir.path(), &["render", "o", "--size", "96x72"]);
-    assert!(out.status.success());
+    succeeds(dir.path(), &["render", "o", "--size", "96x72"]);
     assert_eq!(read_png(&dir.path().join("o/frame_00005.png")).2, last.2);
     for (args, says) in [
         (
@@ -467,12 +452,7 @@ fn render_draws_a_frame_and_view_writes_a_page_holding_every_frame() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
-    let out = acm(dir.path(), &["view", "o"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeds(dir.path(), &["view", "o"]);
     let page = std::fs::read_to_string(dir.path().join("o/view.html")).unwrap();
     assert!(
         page.contains("<canvas") && !page.contains("http"),
@@ -488,4 +468,13 @@ fn render_draws_a_frame_and_view_writes_a_page_holding_every_frame() {
         data["positions"].as_str().unwrap().len(),
         (6 * 1024 * 12usize).div_ceil(3) * 4
     );
+}
+
+#[test]
+fn glam_is_reexported_at_the_crate_root() {
+    // An embedding program names positions and velocities with the engine's own glam.
+    let scene = acm::scene::profile::load(&profiles_dir().join("pinned_sheet.toml"), &[]).unwrap();
+    let mut sim = acm::Simulation::new(&scene).unwrap();
+    assert!(sim.set_velocity(5, acm::glam::DVec3::new(0.0, 1.0, 0.0)));
+    assert_eq!(sim.state().v[5], acm::glam::DVec3::Y);
 }
