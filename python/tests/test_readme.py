@@ -1,4 +1,5 @@
-"""The README's Python examples, run as written from the repository root."""
+"""The Python examples of the README and of docs/python.md, run as written from the repository
+root."""
 
 import re
 import subprocess
@@ -8,15 +9,16 @@ import pytest
 
 from conftest import REPO
 
-BLOCKS = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+PAGES = [REPO / "README.md", REPO / "docs" / "python.md"]
+BLOCKS = [block for page in PAGES for block in re.findall(r"```python\n(.*?)```", page.read_text(), re.S)]
 
 
-def test_the_readme_has_python_examples():
+def test_the_pages_have_python_examples():
     assert len(BLOCKS) >= 2
 
 
 @pytest.mark.parametrize("code", BLOCKS)
-def test_a_readme_example_runs_and_prints_frames(code):
+def test_an_example_runs_and_prints_what_it_computed(code):
     run = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip(), "it prints what it computed"
