@@ -10,14 +10,15 @@
 //! build and [`check`] only reading.
 //!
 //! ```no_run
-//! use acm::{scene::profile, NoFrames, Simulation};
+//! use acm::{scene::profile, NoFrames, Simulation, Stepper};
 //! let scene = profile::load("profiles/pinned_sheet.toml".as_ref(), &[]).unwrap();
 //! let mut sim = Simulation::new(&scene).unwrap();
 //! sim.run_until(0.5, &mut NoFrames).unwrap();
 //! println!("{} events", sim.stats().events.total());
 //! ```
 //!
-//! Features: `cli` (the `acm` application) and `plot` (the `plot` module: PNG charts) are on by default;
+//! Features: `cli` (the `acm` application), `plot` (the `plot` module: PNG charts) and `view` (the
+//! `view` module: the frame viewer page and pictures) are on by default;
 //! `cargo build --no-default-features --lib` builds the engine alone. `profile-tracy` opens
 //! Tracy spans for the loop's phases ([`profiling`]).
 #![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
@@ -46,10 +47,15 @@ pub mod sync;
 #[cfg(test)]
 mod test_rng;
 pub mod threads;
+#[cfg(feature = "view")]
+pub mod view;
 
 pub use driver::driver;
 pub use engine::{Processed, Simulation, Stats, WaitPolicy};
 pub use error::{Error, RunError};
+/// The vector library of the public API (`DVec3` positions and velocities), re-exported so an
+/// embedding program uses the same version.
+pub use glam;
 pub use model::Model;
 pub use run_stats::RunStats;
 pub use scene::Scene;

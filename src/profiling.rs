@@ -106,6 +106,8 @@ struct Trace {
     origin: Instant,
     records: Vec<(u64, Record)>,
     totals: TraceTotals,
+    /// Each thread's name in the trace viewer, by thread id.
+    thread_names: BTreeMap<u64, String>,
 }
 
 /// The totals of a headless trace.
@@ -219,6 +221,12 @@ impl Drop for Zone {
 /// Moves this thread's buffered zones into the trace (the loop calls it when a run returns, so
 /// a trace holds every zone of the thread that ran it).
 pub(crate) fn flush_thread() {
+    flush_thread_as(None);
+}
+
+/// [`flush_thread`], naming the thread `role` in the trace (else by its rayon worker index or
+/// its own name).
+fn flush_thread_as(role: Option<&str>) {
     let records = BUFFER.with(|b| std::mem::take(&mut *b.borrow_mut()));
     if records.is_empty() {
         return;
@@ -228,6 +236,16 @@ pub(crate) fn flush_thread() {
         return;
     };
     let thread = thread_id();
+    let worker = rayon::current_thread_index().map(|i| format!("worker {i}"));
+    let name = match (role, worker) {
+        (Some(role), Some(worker)) => format!("{role} ({worker})"),
+        (Some(role), None) => role.to_string(),
+        (None, Some(worker)) => worker,
+        (None, None) => std::thread::current()
+            .name()
+            .map_or_else(|| format!("thread {thread}"), str::to_string),
+    };
+    trace.thread_names.insert(thread, name);
     for r in records {
         let total = trace.totals.zones.entry(r.name).or_default();
         total.count += 1;
@@ -245,7 +263,7 @@ pub(crate) fn flush_thread() {
 /// Flushes this thread and every worker of the current rayon pool (a run calls it when it
 /// returns, so a trace holds the zones of the workers that ran its parallel phases).
 pub(crate) fn flush_workers() {
-    flush_thread();
+    flush_thread_as(Some("event loop"));
     if TRACING.load(Ordering::Relaxed) {
         rayon::broadcast(|_| flush_thread());
     }
@@ -276,6 +294,7 @@ pub fn start_trace() {
         origin: Instant::now(),
         records: Vec::new(),
         totals: TraceTotals::default(),
+        thread_names: BTreeMap::new(),
     });
     TRACING.store(true, Ordering::Relaxed);
 }
@@ -286,7 +305,7 @@ pub fn start_trace() {
 ///
 /// Zones closed on other threads reach the trace when those threads flush their buffers: every
 /// 4,096 zones, and (the workers of the pool the run used) when
-/// [`Simulation::run_until`](crate::Simulation::run_until) returns.
+/// [`Stepper::run_until`](crate::Stepper::run_until) returns.
 pub fn finish_trace(out: &mut dyn Write) -> std::io::Result<TraceTotals> {
     flush_thread();
     TRACING.store(false, Ordering::Relaxed);
@@ -298,21 +317,32 @@ pub fn finish_trace(out: &mut dyn Write) -> std::io::Result<TraceTotals> {
             origin: Instant::now(),
             records: Vec::new(),
             totals: TraceTotals::default(),
+            thread_names: BTreeMap::new(),
         });
     write!(out, "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[")?;
-    for (k, (tid, r)) in trace.records.iter().enumerate() {
+    // Metadata events first: the name Perfetto shows for each thread.
+    let mut sep = "";
+    for (tid, name) in &trace.thread_names {
+        let name = serde_json::to_string(name).map_err(std::io::Error::other)?;
+        write!(
+            out,
+            "{sep}\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":{tid},\"args\":{{\"name\":{name}}}}}"
+        )?;
+        sep = ",";
+    }
+    for (tid, r) in &trace.records {
         let ts = r
             .start
             .saturating_duration_since(trace.origin)
             .as_secs_f64()
             * 1e6;
         let dur = (r.end - r.start).as_secs_f64() * 1e6;
-        let sep = if k == 0 { "" } else { "," };
         write!(
             out,
             "{sep}\n{{\"name\":\"{}\",\"ph\":\"X\",\"pid\":1,\"tid\":{tid},\"ts\":{ts:.3},\"dur\":{dur:.3}}}",
             r.name
         )?;
+        sep = ",";
     }
     let zones = serde_json::to_string(&trace.totals.zones).map_err(std::io::Error::other)?;
     let outside = trace.totals.outside_tasks;
@@ -389,6 +419,18 @@ mod tests {
         assert!(ours
             .iter()
             .all(|e| e["ph"] == "X" && e["dur"].as_f64().unwrap() >= 0.0));
+        // Every thread with zones has a name for the trace viewer.
+        let events = parsed["traceEvents"].as_array().unwrap();
+        let named: Vec<_> = events.iter().filter(|e| e["ph"] == "M").collect();
+        assert!(
+            named
+                .iter()
+                .all(|e| e["name"] == "thread_name"
+                    && !e["args"]["name"].as_str().unwrap().is_empty())
+        );
+        for e in events.iter().filter(|e| e["ph"] == "X") {
+            assert!(named.iter().any(|m| m["tid"] == e["tid"]), "{e}");
+        }
         let _after = zone!("not recorded");
         drop(_after);
         assert_eq!(

@@ -12,6 +12,7 @@ fn read_frame(dir: &std::path::Path, index: u64) -> TriMesh {
 }
 
 #[test]
+#[ignore = "long scene run: cargo test --release -- --ignored (.ci/run runs it)"]
 fn default_run_writes_a_consistent_frame_sequence() {
     let dir = tempfile::tempdir().unwrap();
     let out = acm(dir.path(), &["--help"]);
@@ -229,6 +230,22 @@ fn trace_shows_the_parallel_phases_on_their_worker_threads() {
         .map(|e| e["tid"].as_u64().unwrap())
         .collect();
     assert!(threads.len() >= 2, "force tasks ran on {threads:?}");
+    // Every thread is named for the trace viewer: the loop's, and the workers by index.
+    let names: std::collections::BTreeMap<u64, String> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| {
+            let name = e["args"]["name"].as_str().unwrap().to_string();
+            (e["tid"].as_u64().unwrap(), name)
+        })
+        .collect();
+    assert!(threads.iter().all(|t| names.contains_key(t)), "{names:?}");
+    assert!(
+        names.values().any(|n| n.starts_with("event loop (worker ")),
+        "{names:?}"
+    );
 }
 
 /// A 4 x 4 vertex sheet as OBJ text with a texture coordinate on every corner, listed in the
@@ -349,4 +366,115 @@ bend = 0.1
         assert_eq!(run.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains(&format!("cloth.obj:{line}:")), "{stderr}");
     }
+}
+
+/// Runs `acm args` in `dir`, checks it succeeds, and returns its standard output.
+fn succeeds(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = acm(dir, args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_profile_named_without_a_path_is_found_in_profiles_and_the_run_says_how_to_look_at_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let stdout = succeeds(
+        dir.path(),
+        &["run", "pinned_sheet", "--frames", "3", "--out", "o"],
+    );
+    assert!(
+        stdout.starts_with("pinned_sheet: 3 frames in o"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.lines().last(),
+        Some(
+            "look at it: acm view o (a page for the browser), acm render o (a picture), acm \
+             check o (the intersection audit)"
+        )
+    );
+    let out = acm(dir.path(), &["info", "no_such_profile"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no_such_profile"));
+}
+
+/// The pixels of a PNG file: width, height and RGB bytes.
+fn read_png(path: &std::path::Path) -> (u32, u32, Vec<u8>) {
+    let decoder = png::Decoder::new(std::fs::File::open(path).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut rgb = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut rgb).unwrap();
+    assert_eq!(info.color_type, png::ColorType::Rgb);
+    rgb.truncate(info.buffer_size());
+    (info.width, info.height, rgb)
+}
+
+#[test]
+fn render_draws_a_frame_and_view_writes_a_page_holding_every_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("pinned_sheet.toml");
+    let profile = profile.to_str().unwrap();
+    succeeds(dir.path(), &["run", profile, "--frames", "6", "--out", "o"]);
+    for (frame, png) in [("0", "first.png"), ("5", "last.png")] {
+        let args = [
+            "render", "o", "--frame", frame, "--size", "96x72", "--out", png,
+        ];
+        succeeds(dir.path(), &args);
+    }
+    let (first, last) = (
+        read_png(&dir.path().join("first.png")),
+        read_png(&dir.path().join("last.png")),
+    );
+    assert_eq!((first.0, first.1), (96, 72));
+    // The top-left corner is background; the sheet covers a good part of the picture.
+    let corner = &first.2[..3];
+    let covered = first.2.chunks(3).filter(|p| *p != corner).count();
+    assert!(covered > 96 * 72 / 20, "{covered} pixels drawn");
+    assert_ne!(first.2, last.2, "the sheet swung between frames 0 and 5");
+    // Without --frame and --out: the last frame, beside the frames.
+    succeeds(dir.path(), &["render", "o", "--size", "96x72"]);
+    assert_eq!(read_png(&dir.path().join("o/frame_00005.png")).2, last.2);
+    for (args, says) in [
+        (
+            &["render", "o", "--frame", "6"][..],
+            "--frame 6: o holds frames 0 to 5",
+        ),
+        (
+            &["render", "o", "--size", "0x10"][..],
+            "--size 0x10: expected WIDTHxHEIGHT",
+        ),
+        (&["render", "nothing"][..], "nothing"),
+        (&["view", "."][..], "run a scene into it first"),
+    ] {
+        let out = acm(dir.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    succeeds(dir.path(), &["view", "o"]);
+    let page = std::fs::read_to_string(dir.path().join("o/view.html")).unwrap();
+    assert!(
+        page.contains("<canvas") && !page.contains("http"),
+        "self-contained"
+    );
+    let data = page.split("id=\"acm-data\">").nth(1).unwrap();
+    let data: serde_json::Value =
+        serde_json::from_str(data.split("</script>").next().unwrap()).unwrap();
+    assert_eq!(data["frames"], 6);
+    assert_eq!(data["vertices"], 1024);
+    // Six frames of 1,024 vertices of three floats, in base64.
+    assert_eq!(
+        data["positions"].as_str().unwrap().len(),
+        (6 * 1024 * 12usize).div_ceil(3) * 4
+    );
+}
+
+#[test]
+fn glam_is_reexported_at_the_crate_root() {
+    // An embedding program names positions and velocities with the engine's own glam.
+    let scene = acm::scene::profile::load(&profiles_dir().join("pinned_sheet.toml"), &[]).unwrap();
+    let mut sim = acm::Simulation::new(&scene).unwrap();
+    assert!(sim.set_velocity(5, acm::glam::DVec3::new(0.0, 1.0, 0.0)));
+    assert_eq!(acm::Stepper::model(&sim).state().v[5], acm::glam::DVec3::Y);
 }

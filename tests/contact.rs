@@ -138,6 +138,7 @@ fn sheets_colliding_head_on_conserve_momentum() {
 }
 
 #[test]
+#[ignore = "long scene run: cargo test --release -- --ignored (.ci/run runs it)"]
 fn sheet_on_sphere_stays_clean() {
     // The whole default scene, audited throughout: 1 simulated second, ~1.7 M events.
     let scene = profile::load(&profiles_dir().join("sheet_on_sphere.toml"), &[]).unwrap();
@@ -792,6 +793,7 @@ cor = 0.0
 "#;
 
 #[test]
+#[ignore = "long scene run: cargo test --release -- --ignored (.ci/run runs it)"]
 fn a_ball_on_a_fan_of_triangles_is_pushed_once_per_contact_point() {
     // Every triangle of the fan holds the vertex under the ball: pushed by each, the ball
     // left at eleven times its impact speed with 2,750 times the energy.

@@ -1,5 +1,5 @@
-//! Hostile command lines and signals: each fails fast with exit 2 and a message that names the
-//! flag, or (Ctrl-C) stops with whole output and exit 130.
+//! Hostile command lines, signals and a full disk: each fails fast with exit 2 and a message
+//! that names the flag or file, or (Ctrl-C, SIGTERM) stops with whole output and exit 130.
 
 mod common;
 
@@ -135,8 +135,9 @@ fn bad_output_paths_fail_before_anything_is_written() {
     );
 }
 
-#[test]
-fn ctrl_c_writes_stats_with_the_time_reached_and_exits_130() {
+/// Runs the default scene into `DIR/o`, sends `signal` once frame 1 is written, and checks
+/// the run stops with exit 130, whole frames and a `stats.json` with the time reached.
+fn a_signal_stops_the_run_with_whole_output(signal: &str) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("o");
     // The default scene takes seconds of wall time per simulated 0.1 s.
@@ -152,12 +153,12 @@ fn ctrl_c_writes_stats_with_the_time_reached_and_exits_130() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap();
     assert!(kill.success());
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
+    assert_eq!(status.code(), Some(130), "{signal}");
     let stats: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("stats.json")).unwrap()).unwrap();
     assert_eq!(stats["interrupted"], true);
@@ -169,4 +170,61 @@ fn ctrl_c_writes_stats_with_the_time_reached_and_exits_130() {
     let frames = stats["frames"].as_u64().unwrap();
     assert!(out.join(format!("frame_{:05}.obj", frames - 1)).exists());
     assert!(!out.join(format!("frame_{frames:05}.obj")).exists());
+}
+
+#[test]
+fn ctrl_c_writes_stats_with_the_time_reached_and_exits_130() {
+    a_signal_stops_the_run_with_whole_output("INT");
+}
+
+#[test]
+fn sigterm_stops_a_run_as_ctrl_c_does() {
+    a_signal_stops_the_run_with_whole_output("TERM");
+}
+
+#[test]
+fn a_full_disk_names_the_file_and_leaves_whole_frames_and_valid_stats() {
+    // A 400 KiB tmpfs holds two OBJ frames of the default scene (144 KB each) and the CSVs;
+    // the third frame does not fit. The tmpfs is mounted in a private mount namespace
+    // (`unshare`), where the run's output is copied to `kept` before the namespace ends.
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["disk", "kept"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+    }
+    let script = r#"mount -t tmpfs -o size=400k tmpfs disk || exit 99
+"$0" run --out disk/o 2> kept/stderr
+echo $? > kept/code
+cp -a disk/o kept/o"#;
+    let status = Command::new("unshare")
+        .args(["-rm", "sh", "-c", script])
+        .arg(acm_bin())
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    if status.code() == Some(99) || !status.success() {
+        eprintln!("skipped: no tmpfs could be mounted in a user namespace here ({status})");
+        return;
+    }
+    let kept = dir.path().join("kept");
+    let stderr = std::fs::read_to_string(kept.join("stderr")).unwrap();
+    let code = std::fs::read_to_string(kept.join("code")).unwrap();
+    assert_eq!(code.trim(), "2", "{stderr}");
+    assert!(
+        stderr.contains("could not write disk/o/frame_00002.obj: No space left on device"),
+        "{stderr}"
+    );
+    let mut names: Vec<String> = std::fs::read_dir(kept.join("o"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    // No cut frame under a frame's name, and no temporary file left behind.
+    let frames: Vec<&String> = names.iter().filter(|n| n.starts_with("frame_")).collect();
+    assert_eq!(frames, ["frame_00000.obj", "frame_00001.obj"], "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with('.')), "{names:?}");
+    let check = acm(dir.path(), &["check", "kept/o"]);
+    assert!(check.status.success(), "{check:?}");
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(kept.join("o/stats.json")).unwrap()).unwrap();
+    assert_eq!(stats["scene"], "sheet_on_sphere");
 }

@@ -136,7 +136,12 @@ fn plot_names_the_missing_or_malformed_file() {
     let out = acm(dir.path(), &["plot", "run"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("energy.csv"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "run: holds no energy.csv: run a scene into it first (acm run PROFILE --out run)"
+        ),
+        "{stderr}"
+    );
 
     let header = acm::output::EnergyCsv::HEADER;
     let good = "0,1,0,0,0,1,0,0,0,0,0,0";

@@ -1,4 +1,4 @@
-//! `acm run --format ply` and `ply-faces`: binary frames that re-read to the OBJ frames'
+//! `acm run --format ply` and `ply-strips`: binary frames that re-read to the OBJ frames'
 //! positions (as floats), the engine's velocities and the same triangles, in the size the
 //! header declares.
 
@@ -122,7 +122,7 @@ fn ply_frames_hold_the_obj_frames_positions_the_velocities_and_the_faces() {
     let dir = tempfile::tempdir().unwrap();
     let profile = profiles_dir().join("sheet_on_sphere.toml");
     let profile = profile.to_str().unwrap();
-    for format in ["obj", "ply", "ply-faces"] {
+    for format in ["obj", "ply", "ply-strips"] {
         let run = acm(
             dir.path(),
             &[
@@ -145,8 +145,8 @@ fn ply_frames_hold_the_obj_frames_positions_the_velocities_and_the_faces() {
     for (index, v) in velocities.0.iter().enumerate() {
         let obj_path = FrameFormat::Obj.path(&dir.path().join("obj"), index as u64);
         let obj = parse_obj(&std::fs::read_to_string(&obj_path).unwrap(), "obj").unwrap();
-        let faces = read_ply(&FrameFormat::Ply.path(&dir.path().join("ply-faces"), index as u64));
-        let strips = read_ply(&FrameFormat::Ply.path(&dir.path().join("ply"), index as u64));
+        let faces = read_ply(&FrameFormat::Ply.path(&dir.path().join("ply"), index as u64));
+        let strips = read_ply(&FrameFormat::Ply.path(&dir.path().join("ply-strips"), index as u64));
         assert_eq!(
             faces.faces, obj.triangles,
             "the same triangles, 0-based, in order"
@@ -200,7 +200,7 @@ fn an_unknown_format_is_bad_input() {
     assert_eq!(run.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
-        stderr.contains("--format") && stderr.contains("expected obj, ply or ply-faces"),
+        stderr.contains("--format") && stderr.contains("expected obj, ply, ply-strips or usd"),
         "{stderr}"
     );
     assert!(!dir.path().join("out").exists(), "nothing is written");

@@ -332,6 +332,7 @@ fn compactor(scheduler: &str) -> Simulation {
 }
 
 #[test]
+#[ignore = "long scene run: cargo test --release -- --ignored (.ci/run runs it)"]
 fn the_crushed_compactor_runs_on_clean_with_bounded_energy_in_both_schedulers() {
     // From t = 1.04 s the walls squeeze some of the bunny's triangles to a fraction of their rest
     // heights. Hinges that stiffened as 1/h^2 there ran past the stability of their fixed
@@ -362,6 +363,7 @@ fn the_crushed_compactor_runs_on_clean_with_bounded_energy_in_both_schedulers() 
 }
 
 #[test]
+#[ignore = "long scene run: cargo test --release -- --ignored (.ci/run runs it)"]
 fn a_run_a_glance_finds_clean_goes_on_from_its_own_pending_layers() {
     // On the compactor run to 0.1 s, a window rolls back to 0.06375 s, its run switches on the
     // layers due from there, and a glance at 0.065 s finds that run clean. The run that goes on

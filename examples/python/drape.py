@@ -14,8 +14,8 @@ import acm
 #    values overridden as `acm run --set` does.
 sim = acm.Simulation(acm.load(set={"object.sheet.material.bend": 0.2}))
 name, first, count = sim.objects[1]  # the sheet: global vertices first .. first + count - 1
-lowest = []
-sim.run_until(0.2, on_frame=lambda index, time, x: lowest.append(x[first:, 1].min()))
+lowest: list[float] = []
+sim.run_until(0.2, on_frame=lambda index, time, x, v: lowest.append(float(x[first:, 1].min())))
 print(f"{sim}: lowest point of the {name} per frame {np.round(lowest, 2)} cm")
 print(f"{sim.stats['events_total']} events, audit {sim.check()}")
 

@@ -49,6 +49,26 @@ pub(crate) fn triangles(
         .collect()
 }
 
+/// `a` as a numpy array of integers (any integer dtype; empty is fine), for the index arguments:
+/// floats are refused rather than truncated, naming `what` and the first values.
+pub(crate) fn integers<'py>(what: &str, a: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let array = a.py().import("numpy")?.call_method1("asarray", (a,))?;
+    let size: usize = array.getattr("size")?.extract()?;
+    let dtype = array.getattr("dtype")?;
+    let kind: String = dtype.getattr("kind")?.extract()?;
+    if size > 0 && kind != "i" && kind != "u" {
+        let first = array
+            .call_method0("ravel")?
+            .get_item(pyo3::types::PySlice::new(a.py(), 0, 3, 1))?
+            .call_method0("tolist")?;
+        return Err(InputError::new_err(format!(
+            "{what}: vertex indices must be integers, got {} values such as {first}",
+            dtype.str()?
+        )));
+    }
+    Ok(array)
+}
+
 /// Vertex indices from an integer array-like of shape `(k,)`.
 pub(crate) fn indices(
     what: &str,

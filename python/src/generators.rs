@@ -16,23 +16,36 @@ fn to_arrays<'py>(py: Python<'py>, mesh: Result<TriMesh, MeshError>) -> PyResult
     Ok((vertices, arrays::triangles_to_numpy(py, &mesh.triangles)?))
 }
 
+/// `value` as a count of at least `min`, or an error naming `function`'s argument `name`.
+fn count(function: &str, name: &str, value: i64, min: i64) -> PyResult<usize> {
+    match usize::try_from(value) {
+        Ok(n) if value >= min => Ok(n),
+        _ => Err(InputError::new_err(format!(
+            "acm.{function}: `{name}` must be at least {min}, got {value}"
+        ))),
+    }
+}
+
 /// A flat sheet of `nx * ny` vertices in the XZ plane (y = 0), centred at the origin, `width`
 /// along x and `depth` along z (cm); vertex `j * nx + i` is column `i`, row `j`; normals +y.
 /// Returns `(vertices, triangles)`.
 #[pyfunction]
 pub(crate) fn sheet(
     py: Python<'_>,
-    nx: usize,
-    ny: usize,
+    nx: i64,
+    ny: i64,
     width: f64,
     depth: f64,
 ) -> PyResult<Arrays<'_>> {
+    let (nx, ny) = (count("sheet", "nx", nx, 2)?, count("sheet", "ny", ny, 2)?);
     to_arrays(py, mesh::sheet(nx, ny, width, depth))
 }
 
 /// A sphere of `radius` (cm) centred at the origin: an icosahedron subdivided `subdivisions`
 /// times, normals outward. Returns `(vertices, triangles)`.
 #[pyfunction]
-pub(crate) fn icosphere(py: Python<'_>, radius: f64, subdivisions: u32) -> PyResult<Arrays<'_>> {
+pub(crate) fn icosphere(py: Python<'_>, radius: f64, subdivisions: i64) -> PyResult<Arrays<'_>> {
+    let subdivisions = count("icosphere", "subdivisions", subdivisions, 0)?;
+    let subdivisions = u32::try_from(subdivisions).unwrap_or(u32::MAX);
     to_arrays(py, mesh::icosphere(radius, subdivisions))
 }

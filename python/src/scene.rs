@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use acm::mesh::TriMesh;
+use acm::mesh::{MeshError, TriMesh};
 use acm::scene::{profile, ContactSettings, Material, SceneObject, ScriptSpec, VertexSet};
 use glam::DVec3;
 use numpy::{AllowTypeChange, PyArrayLike1, PyArrayLike2};
@@ -33,16 +33,32 @@ impl Scene {
     }
 
     /// The vertex set `vertices` of object `object`, sorted and without repeats.
-    fn set(
-        &self,
-        object: &str,
-        vertices: &PyArrayLike1<'_, i64, AllowTypeChange>,
-    ) -> PyResult<VertexSet> {
+    fn set(&self, object: &str, vertices: &Bound<'_, PyAny>) -> PyResult<VertexSet> {
         let object = self.object(object)?;
-        let mut vertices = arrays::indices("vertices", vertices)?;
+        let vertices: PyArrayLike1<'_, i64, AllowTypeChange> =
+            arrays::integers("vertices", vertices)?.extract()?;
+        let mut vertices = arrays::indices("vertices", &vertices)?;
         vertices.sort_unstable();
         vertices.dedup();
         Ok(VertexSet { object, vertices })
+    }
+}
+
+/// The argument and row a mesh error is about: `object[0].vertices[4]`, `object[0].triangles[7]`,
+/// or the object itself.
+fn mesh_element(object: &str, e: &MeshError) -> String {
+    match *e {
+        MeshError::NonFiniteCoordinate { vertex }
+        | MeshError::CoordinateTooLarge { vertex, .. } => {
+            format!("{object}.vertices[{vertex}]")
+        }
+        MeshError::IndexOutOfRange { triangle, .. }
+        | MeshError::RepeatedVertex { triangle }
+        | MeshError::DegenerateTriangle { triangle, .. }
+        | MeshError::DuplicateTriangle { triangle, .. } => {
+            format!("{object}.triangles[{triangle}]")
+        }
+        _ => object.to_string(),
     }
 }
 
@@ -110,30 +126,38 @@ impl Scene {
         })
     }
 
-    /// Adds an object: `vertices` (n, 3) in cm, `triangles` (m, 3) 0-based indices,
+    /// Adds an object: `vertices` (n, 3) in cm, `triangles` (m, 3) 0-based integer indices,
     /// counter-clockwise seen from the normal side. `material` is a dict (`density`, `stretch`,
     /// `stretch_damping`, `bend`, `bend_damping`, `drag`); a `fixed` object is an obstacle that
-    /// never moves. Returns the object's index.
+    /// never moves. Returns the object's index. The mesh is checked here (finite coordinates,
+    /// indices in range, no degenerate or repeated triangles): `acm.InputError` names the
+    /// argument and the row.
     #[pyo3(signature = (name, vertices, triangles, material = None, fixed = false, velocity = (0.0, 0.0, 0.0)))]
     fn add_object(
         &mut self,
         name: &str,
         vertices: PyArrayLike2<'_, f64, AllowTypeChange>,
-        triangles: PyArrayLike2<'_, i64, AllowTypeChange>,
+        triangles: &Bound<'_, PyAny>,
         material: Option<&Bound<'_, PyDict>>,
         fixed: bool,
         velocity: (f64, f64, f64),
     ) -> PyResult<usize> {
         let index = self.scene.objects.len();
         let what = format!("object[{index}]");
+        let material = self::material(material, &format!("{what}.material"))?;
+        let triangles_what = format!("{what}.triangles");
+        let triangles: PyArrayLike2<'_, i64, AllowTypeChange> =
+            arrays::integers(&triangles_what, triangles)?.extract()?;
         let mesh = TriMesh::new(
             arrays::points(&format!("{what}.vertices"), &vertices)?,
-            arrays::triangles(&format!("{what}.triangles"), &triangles)?,
+            arrays::triangles(&triangles_what, &triangles)?,
         );
+        mesh.validate()
+            .map_err(|e| InputError::new_err(format!("{}: {e}", mesh_element(&what, &e))))?;
         self.scene.objects.push(SceneObject {
             name: name.into(),
             mesh,
-            material: self::material(material, &format!("{what}.material"))?,
+            material,
             fixed,
             velocity: DVec3::from(velocity),
             particle_mass: None,
@@ -142,12 +166,8 @@ impl Scene {
     }
 
     /// Pins `vertices` (local indices) of the object called `object`: they never move.
-    fn fix(
-        &mut self,
-        object: &str,
-        vertices: PyArrayLike1<'_, i64, AllowTypeChange>,
-    ) -> PyResult<()> {
-        let set = self.set(object, &vertices)?;
+    fn fix(&mut self, object: &str, vertices: &Bound<'_, PyAny>) -> PyResult<()> {
+        let set = self.set(object, vertices)?;
         self.scene.fixed.push(set);
         Ok(())
     }
@@ -157,10 +177,10 @@ impl Scene {
     fn script(
         &mut self,
         object: &str,
-        vertices: PyArrayLike1<'_, i64, AllowTypeChange>,
+        vertices: &Bound<'_, PyAny>,
         keys: Vec<(f64, (f64, f64, f64))>,
     ) -> PyResult<()> {
-        let set = self.set(object, &vertices)?;
+        let set = self.set(object, vertices)?;
         let keys = keys.into_iter().map(|(t, v)| (t, DVec3::from(v))).collect();
         self.scene.scripts.push(ScriptSpec { set, keys });
         Ok(())

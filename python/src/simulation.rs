@@ -28,26 +28,32 @@ pub(crate) struct Simulation {
     pool: rayon::ThreadPool,
 }
 
-/// Hands each frame to a Python callable `f(index, time, positions)`; the first exception it
-/// raises stops the run and is raised again by the method that ran it.
-struct Callback<'a> {
-    f: Option<&'a Py<PyAny>>,
-    raised: Option<PyErr>,
+/// A frame as the callback receives it: index, time, and new float64 arrays (n, 3) of the
+/// positions (cm) and velocities (cm/s) at that frame.
+type FrameArgs = (u64, f64, Py<PyArray2<f64>>, Py<PyArray2<f64>>);
+
+/// Keeps the frame the engine reaches (when asked to), as the arrays handed to `on_frame`; the
+/// callback runs after the engine has returned, so it may call the simulation.
+struct FrameCapture {
+    wanted: bool,
+    frame: Option<FrameArgs>,
 }
 
-impl FrameSink for Callback<'_> {
+impl FrameSink for FrameCapture {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        let Some(f) = self.f else {
+        if !self.wanted {
             return Ok(());
-        };
-        Python::attach(|py| {
-            let positions = arrays::to_numpy(py, frame.positions.len(), |i| frame.positions[i]);
-            f.call1(py, (frame.index, frame.time, positions)).map(drop)
-        })
-        .map_err(|e| {
-            self.raised = Some(e);
-            RunError::Output(std::io::Error::other("the frame callback raised"))
-        })
+        }
+        let velocities = &frame.model().state().v;
+        self.frame = Some(Python::attach(|py| {
+            (
+                frame.index,
+                frame.time,
+                arrays::to_numpy(py, frame.positions.len(), |i| frame.positions[i]).unbind(),
+                arrays::to_numpy(py, velocities.len(), |i| velocities[i]).unbind(),
+            )
+        }));
+        Ok(())
     }
 }
 
@@ -97,18 +103,18 @@ impl Done {
 }
 
 impl Simulation {
-    /// Runs `advance` on the pool with the GIL released, handing frames to `on_frame`; a failure
-    /// becomes the callback's exception, the signal's (Ctrl-C: `KeyboardInterrupt`, the run
-    /// stopped between two events), or `acm.RunError` with the command line's message.
+    /// Runs `advance` on the pool with the GIL released, keeping the last frame it reaches when
+    /// `capture` is set; a failure becomes the signal's exception (Ctrl-C: `KeyboardInterrupt`,
+    /// the run stopped between two events), or `acm.RunError` with the command line's message.
     fn advance<T: Send>(
         &mut self,
         py: Python<'_>,
-        on_frame: Option<Py<PyAny>>,
+        capture: bool,
         advance: impl FnOnce(&mut acm::Simulation, &mut dyn FrameSink) -> Result<T, RunError> + Send,
-    ) -> PyResult<T> {
-        let mut sink = Callback {
-            f: on_frame.as_ref(),
-            raised: None,
+    ) -> PyResult<(T, Option<FrameArgs>)> {
+        let mut sink = FrameCapture {
+            wanted: capture,
+            frame: None,
         };
         let (sim, pool) = (&mut self.sim, &self.pool);
         let (mut result, mut signal) = (None, None);
@@ -127,15 +133,14 @@ impl Simulation {
             }
         });
         STOP.store(false, Ordering::Relaxed);
-        match (result, signal, sink.raised) {
-            (Some(Ok(value)), None, _) => Ok(value),
-            (_, Some(signal), _) => Err(signal),
-            (Some(Err(_)), None, Some(raised)) => Err(raised),
-            (Some(Err(e)), None, None) => Err(crate::RunError::new_err(format!(
+        match (result, signal) {
+            (Some(Ok(value)), None) => Ok((value, sink.frame)),
+            (_, Some(signal)) => Err(signal),
+            (Some(Err(e)), None) => Err(crate::RunError::new_err(format!(
                 "{}: {e}",
                 self.sim.model().name()
             ))),
-            (None, None, _) => Err(crate::RunError::new_err(
+            (None, None) => Err(crate::RunError::new_err(
                 "the engine stopped without a result",
             )),
         }
@@ -158,7 +163,14 @@ impl Simulation {
 impl Simulation {
     #[new]
     #[pyo3(signature = (scene, threads = None))]
-    fn new(py: Python<'_>, scene: &Scene, threads: Option<usize>) -> PyResult<Self> {
+    fn new(py: Python<'_>, scene: &Scene, threads: Option<i64>) -> PyResult<Self> {
+        let threads = threads
+            .map(|n| {
+                usize::try_from(n).map_err(|_| {
+                    InputError::new_err(format!("threads must be at least 1, got {n}"))
+                })
+            })
+            .transpose()?;
         acm::threads::check_thread_count("threads", threads).map_err(InputError::new_err)?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads.unwrap_or(0))
@@ -180,27 +192,68 @@ impl Simulation {
         Ok(Self { sim, pool })
     }
 
-    /// Processes every event up to and including time `t` (s). `on_frame(index, time,
-    /// positions)`, if given, receives each frame reached on the way (every `frame_interval`).
+    /// Processes every event up to and including time `t` (s), which must not be before
+    /// now. `on_frame(index, time, positions, velocities)`, if given, receives each frame
+    /// reached on the way (every `frame_interval`): new float64 arrays (n, 3) in cm and cm/s.
+    /// It runs between two events, so it may read or steer the simulation (`time`,
+    /// `set_velocity`, ...); an exception it raises stops the run there and is raised again.
     #[pyo3(signature = (t, on_frame = None))]
-    fn run_until(&mut self, py: Python<'_>, t: f64, on_frame: Option<Py<PyAny>>) -> PyResult<()> {
+    fn run_until(slf: &Bound<'_, Self>, t: f64, on_frame: Option<Py<PyAny>>) -> PyResult<()> {
+        let py = slf.py();
+        let now = slf.borrow().sim.time();
         if !(t.is_finite() && t >= 0.0) {
             return Err(InputError::new_err(format!(
                 "t must be a time >= 0, got {t}"
             )));
         }
-        self.advance(py, on_frame, |sim, sink| sim.run_until(t, sink))
+        if t < now {
+            return Err(InputError::new_err(format!(
+                "t = {t} s is before the current time {now} s: a simulation only runs forward \
+                 (build a new Simulation to start again)"
+            )));
+        }
+        let Some(on_frame) = on_frame else {
+            let mut this = slf.borrow_mut();
+            return this
+                .advance(py, false, |sim, sink| sim.run_until(t, sink))
+                .map(drop);
+        };
+        // To each frame's time, then the callback with the simulation free, and on.
+        loop {
+            let (stop, frame) = {
+                let mut this = slf.borrow_mut();
+                let next = this.sim.stats().run.frames as f64 * this.sim.model().frame_interval();
+                let stop = next.min(t);
+                let ((), frame) = this.advance(py, true, |sim, sink| sim.run_until(stop, sink))?;
+                (stop, frame)
+            };
+            match frame {
+                Some(frame) => drop(on_frame.call1(py, frame)?),
+                None if stop < t => {
+                    return Err(crate::RunError::new_err(format!(
+                        "no frame came at t = {stop} s, where one was due"
+                    )))
+                }
+                None => {}
+            }
+            if stop >= t {
+                return Ok(());
+            }
+        }
     }
 
     /// Processes the next event and returns `(time, kind)` (`kind` as `"Force"`, `"Snapshot"`,
-    /// `"Certificate"`, ...), or `None` when no event is left.
+    /// `"Certificate"`, ...), or `None` when no event is left. A snapshot is handed to
+    /// `on_frame(index, time, positions, velocities)`, as by `run_until`.
     #[pyo3(signature = (on_frame = None))]
-    fn step(
-        &mut self,
-        py: Python<'_>,
-        on_frame: Option<Py<PyAny>>,
-    ) -> PyResult<Option<(f64, String)>> {
-        let processed = self.advance(py, on_frame, |sim, sink| sim.step(sink))?;
+    fn step(slf: &Bound<'_, Self>, on_frame: Option<Py<PyAny>>) -> PyResult<Option<(f64, String)>> {
+        let py = slf.py();
+        let (processed, frame) =
+            slf.borrow_mut()
+                .advance(py, on_frame.is_some(), |sim, sink| sim.step(sink))?;
+        if let (Some(on_frame), Some(frame)) = (on_frame, frame) {
+            on_frame.call1(py, frame)?;
+        }
         Ok(processed.map(|p| (p.time, format!("{:?}", p.kind))))
     }
 
@@ -254,15 +307,18 @@ impl Simulation {
             .collect()
     }
 
-    /// Sets the velocity (cm/s) of `vertices` (global indices) from now on: `v` is one velocity
-    /// for all of them, shape (3,), or one each, shape (k, 3). Fixed vertices cannot be steered;
-    /// nothing changes if any vertex is fixed or missing, or any speed is beyond what contact
-    /// can resolve in the scene.
+    /// Sets the velocity (cm/s) of `vertices` (global integer indices) from now on: `v` is one
+    /// velocity for all of them, shape (3,), or one each, shape (k, 3). Fixed vertices cannot
+    /// be steered, nor scripted ones while their script has a key to come (it would replace the
+    /// velocity); nothing changes if any vertex is refused or missing, or any speed is beyond
+    /// what contact can resolve in the scene.
     fn set_velocity(
         &mut self,
-        vertices: PyArrayLike1<'_, i64, AllowTypeChange>,
+        vertices: &Bound<'_, PyAny>,
         v: PyArrayLikeDyn<'_, f64, AllowTypeChange>,
     ) -> PyResult<()> {
+        let vertices: PyArrayLike1<'_, i64, AllowTypeChange> =
+            arrays::integers("vertices", vertices)?.extract()?;
         let vertices = arrays::indices("vertices", &vertices)?;
         let v = v.as_array();
         let velocity: Box<dyn Fn(usize) -> DVec3> = match v.shape() {
@@ -292,6 +348,13 @@ impl Simulation {
             if state.kind[vertex] == VertexKind::Fixed {
                 return Err(InputError::new_err(format!(
                     "vertices[{j}]: vertex {vertex} is fixed and cannot be steered"
+                )));
+            }
+            if let Some(key) = self.sim.next_script_key(vertex) {
+                return Err(InputError::new_err(format!(
+                    "vertices[{j}]: vertex {vertex} is scripted, and its script's next key at \
+                     t = {key:?} s would replace a velocity set now; change the script \
+                     (Scene.script), or steer the vertex after its last key"
                 )));
             }
             if !velocity(j).is_finite() {

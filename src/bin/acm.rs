@@ -9,11 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use acm::implicit::ImplicitSimulation;
-use acm::output::{write_stats, ContactCsv, EnergyCsv, FrameFormat, StepsCsv};
+use acm::output::{write_stats, ContactCsv, EnergyCsv, FrameFormat, FrameWriter, StepsCsv};
 use acm::profiling::{is_task, TraceTotals};
 use acm::scene::profile::{self, ProfileError};
 use acm::scene::{Method, SceneError};
 use acm::sync::SyncSimulation;
+use acm::view::FrameSet;
 use acm::{Frame, FrameSink, RunError, Scene, Simulation, Stepper, WaitPolicy};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -47,6 +48,35 @@ enum Command {
     /// Draw PNG charts of a run's output directory: energy and momentum, penalty pairs and the
     /// deepest layer over time, and the histogram of vertex time steps.
     Plot(PlotArgs),
+    /// Write one self-contained HTML page that plays a run's frames (WebGL: drag to orbit,
+    /// wheel to zoom, a time slider); open it in any browser.
+    View(ViewArgs),
+    /// Draw a frame of a run as a shaded PNG picture, on the CPU (no GPU or display needed).
+    Render(RenderArgs),
+}
+
+#[derive(Args)]
+struct ViewArgs {
+    /// Output directory of `acm run` holding OBJ or PLY frames.
+    dir: PathBuf,
+    /// The page to write (default: DIR/view.html).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct RenderArgs {
+    /// Output directory of `acm run` holding OBJ or PLY frames.
+    dir: PathBuf,
+    /// The frame to draw (default: the last).
+    #[arg(long, allow_negative_numbers = true)]
+    frame: Option<i64>,
+    /// The picture to write (default: DIR/frame_NNNNN.png).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Picture size in pixels, WIDTHxHEIGHT.
+    #[arg(long, default_value = "960x720")]
+    size: String,
 }
 
 #[derive(Args)]
@@ -88,9 +118,9 @@ struct RunArgs {
     #[arg(long, default_value = "out")]
     out: PathBuf,
     /// Frame files: obj (text, positions, the input's UVs), ply (binary, float positions and
-    /// velocities, triangle strips) or ply-faces (the same with a face list, for PLY readers
-    /// without tristrips).
-    #[arg(long, default_value = "obj", value_name = "obj|ply|ply-faces")]
+    /// velocities, a face list), ply-strips (the same with triangle strips, for Blender) or
+    /// usd (one frames.usda stage with time-sampled points and velocities).
+    #[arg(long, default_value = "obj", value_name = "obj|ply|ply-strips|usd")]
     format: FrameFormat,
     /// Stop after this many frames (the frame at t = 0 counts).
     #[arg(long, conflicts_with = "until", allow_negative_numbers = true)]
@@ -138,8 +168,8 @@ enum Failure {
     Internal(String),
     /// `acm check` found intersecting triangles (exit 3; the report is already printed).
     Intersecting,
-    /// Ctrl-C stopped the run (exit 130, the shell's code for SIGINT); what was written is
-    /// whole.
+    /// Ctrl-C or SIGTERM stopped the run (exit 130, the shell's code for SIGINT); what was
+    /// written is whole.
     Interrupted(String),
 }
 
@@ -180,6 +210,8 @@ fn main() -> ExitCode {
         Command::Check(args) => check(args),
         Command::Compare(args) => compare(args),
         Command::Plot(args) => plot(&args.dir),
+        Command::View(args) => view(args),
+        Command::Render(args) => render(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -199,23 +231,27 @@ fn main() -> ExitCode {
     }
 }
 
-/// Set by the first Ctrl-C; the run stops between two events and writes its `stats.json`.
+/// Set by the first Ctrl-C or SIGTERM; the run stops between two events and writes its
+/// `stats.json`.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-/// Makes the first SIGINT set [`INTERRUPTED`] (a second one ends the process at once).
-fn stop_on_ctrl_c() {
-    extern "C" fn on_sigint(_: libc::c_int) {
+/// Makes the first SIGINT (Ctrl-C) or SIGTERM (`kill`, `timeout`, job schedulers) set
+/// [`INTERRUPTED`]; a second one of the same signal ends the process at once.
+fn stop_on_signals() {
+    extern "C" fn on_signal(_: libc::c_int) {
         INTERRUPTED.store(true, Ordering::Relaxed);
     }
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe; the sigaction
-    // struct is fully initialised before the call. SA_RESETHAND restores the default action
-    // after the first signal.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        action.sa_flags = libc::SA_RESETHAND;
-        libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe; the
+        // sigaction struct is fully initialised before the call. SA_RESETHAND restores the
+        // default action after the first signal.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESETHAND;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
     }
 }
 
@@ -224,6 +260,39 @@ fn load(profile: Option<&Path>, overrides: &[String]) -> Result<Scene, Failure> 
         Some(path) => profile::load(path, overrides)?,
         None => profile::builtin(overrides)?,
     })
+}
+
+/// The profile a command names: `path` when it exists or is a path; a bare name (`drape_10k`)
+/// is `profiles/NAME.toml` in the working directory, else in this program's source checkout.
+fn find_profile(path: PathBuf) -> PathBuf {
+    let bare = path.components().count() == 1 && path.extension().is_none();
+    if path.exists() || !bare {
+        return path;
+    }
+    let file = Path::new("profiles").join(&path).with_extension("toml");
+    [
+        file.clone(),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(&file),
+    ]
+    .into_iter()
+    .find(|candidate| candidate.is_file())
+    .unwrap_or(path)
+}
+
+/// The last line of a run: how to look at what it wrote.
+fn print_next_steps(out: &Path, format: FrameFormat) {
+    if format == FrameFormat::Usd {
+        println!(
+            "look at it: open {} in usdview, Blender or Houdini",
+            format.path(out, 0).display()
+        );
+        return;
+    }
+    let out = out.display();
+    println!(
+        "look at it: acm view {out} (a page for the browser), acm render {out} (a picture), \
+         acm check {out} (the intersection audit)"
+    );
 }
 
 /// What names a profile in messages: its path, or the built-in scene.
@@ -239,7 +308,8 @@ fn bad_scene(source: &str, e: SceneError) -> Failure {
     Failure::BadInput(format!("{source}: {e}"))
 }
 
-fn run(args: RunArgs) -> Result<(), Failure> {
+fn run(mut args: RunArgs) -> Result<(), Failure> {
+    args.profile = args.profile.map(find_profile);
     let mut scene = load(args.profile.as_deref(), &args.overrides)?;
     let file = source(args.profile.as_deref());
     let until = run_until_time(&args, &scene)?;
@@ -252,29 +322,28 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     // Build before touching the output directory, so bad input leaves it as it was. The scene
     // is freed once built; the build's parallel parts run on the run's threads too.
     let mut stepper = pool.install(|| build_stepper(scene, &args, &file))?;
-    let outputs = Outputs::create(&args, stepper.method(), uvs)?;
+    let outputs = Outputs::create(&args, &*stepper, uvs)?;
     let mut sink = RunSink {
         progress: progress_bar(until, frame_interval),
         started: Instant::now(),
         ..outputs.sink
     };
-    stop_on_ctrl_c();
+    stop_on_signals();
     stepper.stop_when(&INTERRUPTED);
     if outputs.trace.is_some() {
         acm::profiling::start_trace();
     }
     let result = pool.install(|| stepper.run_until(until, &mut sink));
-    sink.progress.finish_and_clear();
+    let finished = sink.finish(&outputs.stats_path, &stepper.stats_json());
     if let Some((path, mut file)) = outputs.trace {
         let totals = acm::profiling::finish_trace(&mut file)
             .and_then(|totals| file.flush().map(|()| totals))
             .map_err(|e| Failure::Internal(format!("{}: {e}", path.display())))?;
         print_zone_totals(&totals, stepper.run_stats().wall_seconds);
     }
-    write_stats(&outputs.stats_path, &stepper.stats_json())
-        .map_err(|e| Failure::Internal(format!("{}: {e}", outputs.stats_path.display())))?;
     match result {
         Ok(()) => {
+            finished?;
             let r = stepper.run_stats();
             println!(
                 "{name}: {} frames in {} ({} vertices, {:.3} s simulated, {})",
@@ -284,6 +353,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
                 r.simulated_seconds,
                 stepper.summary()
             );
+            print_next_steps(&args.out, args.format);
             Ok(())
         }
         Err(e) => Err(run_failure(e, &name, &args.out)),
@@ -342,7 +412,7 @@ impl Outputs {
     /// `acm plot` does not mix the two.
     fn create(
         args: &RunArgs,
-        method: Method,
+        stepper: &dyn Stepper,
         uvs: Vec<Option<acm::mesh::Uvs>>,
     ) -> Result<Self, Failure> {
         let path_error = |flag: &str, path: &Path, e: std::io::Error| {
@@ -373,17 +443,20 @@ impl Outputs {
             .stats
             .clone()
             .unwrap_or_else(|| args.out.join("stats.json"));
-        if let Err(e) = std::fs::File::create(&stats_path) {
+        // The statistics before the first event: stats.json parses from the start, and is
+        // replaced whole as the run ends.
+        if let Err(e) = write_stats(&stats_path, &stepper.stats_json()) {
             if let Some((path, _)) = &trace {
                 // Leave nothing behind: the trace file was created empty just above.
                 let _ = std::fs::remove_file(path);
             }
             return Err(path_error(stats_flag, &stats_path, e));
         }
-        let io = |e: std::io::Error| Failure::BadInput(format!("{}: {e}", args.out.display()));
+        // Output errors name their file (a full disk: exit 2, "could not write out/frame_...").
+        let io = |e: std::io::Error| Failure::BadInput(format!("could not write {e}"));
         let frames = args.format.create(&args.out, uvs).map_err(io)?;
         let (contact_path, steps_path) = (args.out.join("contact.csv"), args.out.join("steps.csv"));
-        let (contact, steps) = if method == Method::Acm {
+        let (contact, steps) = if stepper.method() == Method::Acm {
             (
                 Some(ContactCsv::create(&contact_path).map_err(io)?),
                 Some(StepsCsv::create(&steps_path).map_err(io)?),
@@ -420,7 +493,10 @@ fn run_failure(e: RunError, name: &str, out: &Path) -> Failure {
             "{name}: interrupted at t = {time} s; the frames in {} and stats.json are whole",
             out.display()
         )),
-        RunError::Output(e) => Failure::BadInput(format!("{}: {e}", out.display())),
+        RunError::Output(e) => Failure::BadInput(format!(
+            "{name}: could not write {e}; the frames before it in {} are whole",
+            out.display()
+        )),
         e @ (RunError::Diverged { .. }
         | RunError::OutOfRange { .. }
         | RunError::NoProgress { .. }
@@ -438,7 +514,7 @@ fn run_failure(e: RunError, name: &str, out: &Path) -> Failure {
 }
 
 fn compare(args: CompareArgs) -> Result<(), Failure> {
-    let scene = load(Some(&args.profile), &args.overrides)?;
+    let scene = load(Some(&find_profile(args.profile)), &args.overrides)?;
     let until = match args.until {
         Some(t) if !(t.is_finite() && t >= 0.0) => {
             return Err(Failure::BadInput(format!(
@@ -519,9 +595,9 @@ fn progress_bar(until: f64, frame_interval: f64) -> ProgressBar {
     bar
 }
 
-/// Frames to OBJ or PLY files and the CSV files, with a progress bar.
+/// Frames to OBJ, PLY or USD files and the CSV files, with a progress bar.
 struct RunSink {
-    frames: Box<dyn FrameSink + Send>,
+    frames: Box<dyn FrameWriter>,
     energy: EnergyCsv,
     /// Penalty pairs and layers per frame (ACM runs).
     contact: Option<ContactCsv>,
@@ -529,6 +605,19 @@ struct RunSink {
     steps: Option<StepsCsv>,
     progress: ProgressBar,
     started: Instant,
+}
+
+impl RunSink {
+    /// Ends the run's output: clears the progress bar, completes the frames (a USD stage) and
+    /// replaces `stats.json` (at `stats_path`) with `stats`, whole. The first error names its
+    /// file.
+    fn finish(&mut self, stats_path: &Path, stats: &impl serde::Serialize) -> Result<(), Failure> {
+        self.progress.finish_and_clear();
+        let frames = self.frames.finish();
+        write_stats(stats_path, stats)
+            .and(frames)
+            .map_err(|e| Failure::BadInput(format!("could not write {e}")))
+    }
 }
 
 impl FrameSink for RunSink {
@@ -550,7 +639,8 @@ impl FrameSink for RunSink {
     }
 }
 
-fn info(args: InfoArgs) -> Result<(), Failure> {
+fn info(mut args: InfoArgs) -> Result<(), Failure> {
+    args.profile = find_profile(args.profile);
     let scene = load(Some(&args.profile), &args.overrides)?;
     let sim = Simulation::new(&scene).map_err(|e| bad_scene(&source(Some(&args.profile)), e))?;
     let s = sim.run_stats();
@@ -652,53 +742,18 @@ fn plot(dir: &Path) -> Result<(), Failure> {
 }
 
 fn check(args: CheckArgs) -> Result<(), Failure> {
-    let bad = |m: String| Failure::BadInput(format!("{}: {m}", args.dir.display()));
     if args.cutoff.is_nan() || args.cutoff < 0.0 {
         return Err(Failure::BadInput(format!(
             "--cutoff must be >= 0, got {}",
             args.cutoff
         )));
     }
-    let listing: Vec<PathBuf> = std::fs::read_dir(&args.dir)
-        .map_err(|e| bad(e.to_string()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    let frames_ending = |ending: &str| {
-        let mut frames: Vec<&PathBuf> = listing
-            .iter()
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("frame_") && n.ends_with(ending))
-            })
-            .collect();
-        frames.sort();
-        frames
-    };
-    let (obj, ply) = (frames_ending(".obj"), frames_ending(".ply"));
-    let frames = match (obj.is_empty(), ply.is_empty()) {
-        (false, true) => obj,
-        (true, false) => ply,
-        (true, true) => return Err(bad("no frame_*.obj or frame_*.ply files".into())),
-        (false, false) => {
-            return Err(bad(
-                "holds both frame_*.obj and frame_*.ply files; check one run's frames".into(),
-            ))
-        }
-    };
+    let set = FrameSet::list(&args.dir).map_err(Failure::BadInput)?;
     let mut report = acm::check::AuditReport::default();
     let mut triangles: Option<Vec<[u32; 3]>> = None;
-    for (index, path) in frames.iter().enumerate() {
+    for (index, path) in set.paths.iter().enumerate() {
         let name = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| Failure::BadInput(format!("{name}: {e}")))?;
-        let mesh = if name.ends_with(".ply") {
-            acm::mesh::parse_ply(&bytes, &name)
-        } else {
-            let text = String::from_utf8(bytes)
-                .map_err(|_| Failure::BadInput(format!("{name}: not a text file")))?;
-            acm::mesh::parse_obj(&text, &name)
-        }
-        .map_err(|e| Failure::BadInput(e.to_string()))?;
+        let (mesh, _) = set.read(index).map_err(Failure::BadInput)?;
         match &triangles {
             Some(t) if *t != mesh.triangles => {
                 return Err(Failure::BadInput(format!(
@@ -724,4 +779,63 @@ fn check(args: CheckArgs) -> Result<(), Failure> {
     } else {
         Ok(())
     }
+}
+
+/// `acm view`: the run's frames as one HTML page.
+fn view(args: ViewArgs) -> Result<(), Failure> {
+    let set = FrameSet::list(&args.dir).map_err(Failure::BadInput)?;
+    let out = args.out.unwrap_or_else(|| args.dir.join("view.html"));
+    let mut page = Vec::new();
+    acm::view::page::write_page(&set, &mut page).map_err(Failure::BadInput)?;
+    acm::output::write_whole(&out, |w| w.write_all(&page))
+        .map_err(|e| Failure::BadInput(format!("could not write {e}")))?;
+    println!(
+        "wrote {} ({} frames, {:.1} MB): open it in a browser",
+        out.display(),
+        set.paths.len(),
+        page.len() as f64 / 1e6
+    );
+    Ok(())
+}
+
+/// `acm render`: one frame as a shaded PNG.
+fn render(args: RenderArgs) -> Result<(), Failure> {
+    let size = args
+        .size
+        .split_once('x')
+        .and_then(|(w, h)| Some((w.parse::<usize>().ok()?, h.parse::<usize>().ok()?)))
+        .filter(|&(w, h)| (1..=8192).contains(&w) && (1..=8192).contains(&h))
+        .ok_or_else(|| {
+            Failure::BadInput(format!(
+                "--size {}: expected WIDTHxHEIGHT, each 1 to 8192 pixels (e.g. 960x720)",
+                args.size
+            ))
+        })?;
+    let set = FrameSet::list(&args.dir).map_err(Failure::BadInput)?;
+    let last = set.paths.len() - 1;
+    let index = match args.frame {
+        None => last,
+        Some(n) if (0..=last as i64).contains(&n) => n as usize,
+        Some(n) => {
+            return Err(Failure::BadInput(format!(
+                "--frame {n}: {} holds frames 0 to {last}",
+                args.dir.display()
+            )))
+        }
+    };
+    let (mesh, spans) = set.read(index).map_err(Failure::BadInput)?;
+    let spans = acm::view::frames::spans_or_whole(spans, mesh.positions.len());
+    let picture = acm::view::raster::render(&mesh, &spans, size.0, size.1);
+    let out = args
+        .out
+        .unwrap_or_else(|| args.dir.join(format!("frame_{index:05}.png")));
+    acm::output::write_whole(&out, |w| picture.write_png(w))
+        .map_err(|e| Failure::BadInput(format!("could not write {e}")))?;
+    println!(
+        "wrote {} (frame {index}, {}x{})",
+        out.display(),
+        size.0,
+        size.1
+    );
+    Ok(())
 }

@@ -139,6 +139,20 @@ impl Simulation {
         true
     }
 
+    /// The time of the next key of the script that moves `vertex`, while one is still to
+    /// come: a velocity set on the vertex before then ([`Self::set_velocity`]) is replaced at
+    /// that key. `None` for a vertex no script moves, or once its script's last key has passed.
+    pub fn next_script_key(&self, vertex: usize) -> Option<f64> {
+        let vertex = u32::try_from(vertex).ok()?;
+        self.model
+            .scripts
+            .iter()
+            .zip(&self.next_key)
+            .filter(|(script, _)| script.vertices.binary_search(&vertex).is_ok())
+            .filter_map(|(script, &key)| script.keys.get(key).map(|&(t, _)| t))
+            .reduce(f64::min)
+    }
+
     /// Sets how the pool's idle workers wait between the event loop's parallel phases:
     /// [`WaitPolicy::Active`] (the default) keeps them polling while [`Self::run_until`] runs,
     /// so each fork costs only its work; [`WaitPolicy::Passive`] lets them sleep.
@@ -576,7 +590,7 @@ impl Stepper for Simulation {
         line
     }
 
-    /// Events processed so far, of every kind (live; [`Stepper::stats`] is complete after each
+    /// Events processed so far, of every kind (live; [`Simulation::stats`] is complete after each
     /// [`Stepper::run_until`]).
     fn work_done(&self) -> u64 {
         self.processed

@@ -1,17 +1,17 @@
 //! `energy.csv`: one row of energies and momenta per frame.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use crate::check::measure;
 use crate::{Frame, FrameSink, RunError};
 
+use super::CsvFile;
+
 /// Appends a row per frame: time, kinetic, elastic, gravity, penalty, total energy, momentum
 /// (x, y, z), angular momentum (x, y, z).
 #[derive(Debug)]
 pub struct EnergyCsv {
-    out: BufWriter<File>,
+    out: CsvFile,
 }
 
 impl EnergyCsv {
@@ -21,7 +21,7 @@ impl EnergyCsv {
     /// Creates (truncates) the file and writes the header.
     pub fn create(path: &Path) -> std::io::Result<Self> {
         Ok(Self {
-            out: super::csv_with_header(path, Self::HEADER)?,
+            out: CsvFile::create(path, Self::HEADER)?,
         })
     }
 }
@@ -30,8 +30,7 @@ impl FrameSink for EnergyCsv {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
         let c = measure(frame.stepper, frame.time, frame.positions);
         let (p, l) = (c.momentum, c.angular_momentum);
-        writeln!(
-            self.out,
+        self.out.row(format_args!(
             "{},{},{},{},{},{},{},{},{},{},{},{}",
             c.time,
             c.kinetic,
@@ -45,8 +44,7 @@ impl FrameSink for EnergyCsv {
             l.x,
             l.y,
             l.z
-        )?;
-        self.out.flush()?;
+        ))?;
         Ok(())
     }
 }

@@ -1,14 +1,12 @@
 //! One OBJ file per frame: `DIR/frame_00000.obj`, ...
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use crate::mesh::{write_obj_positions, ObjGroup, Uvs};
 use crate::{Frame, FrameSink, RunError};
 
-use super::FrameFormat;
+use super::{write_whole, FrameFormat, FrameWriter};
 
 /// The path of OBJ frame `index` in `dir`.
 pub fn frame_path(dir: &Path, index: u64) -> PathBuf {
@@ -81,9 +79,10 @@ impl FrameSink for ObjFrames {
                     .filter(|uvs| uvs.corners.len() == tris.len()),
             })
             .collect();
-        let mut w = BufWriter::new(File::create(FrameFormat::Obj.path(&self.dir, frame.index))?);
-        write_obj_positions(&mut w, &groups)?;
-        std::io::Write::flush(&mut w)?;
+        let path = FrameFormat::Obj.path(&self.dir, frame.index);
+        write_whole(&path, |w| write_obj_positions(w, &groups))?;
         Ok(())
     }
 }
+
+impl FrameWriter for ObjFrames {}

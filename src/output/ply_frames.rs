@@ -1,14 +1,13 @@
 //! One binary little-endian PLY file per frame: `DIR/frame_00000.ply`, ... with positions and
 //! velocities, for importing a sequence into Blender or Houdini.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::mesh::{single_word, triangle_strips};
 use crate::{Frame, FrameSink, RunError};
 
-use super::FrameFormat;
+use super::{write_whole, FrameFormat, FrameWriter};
 
 /// How PLY frames store the triangles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,40 +92,44 @@ impl FrameSink for PlyFrames {
                 self.vertices.extend_from_slice(&(c as f32).to_le_bytes());
             }
         }
-        let mut w = BufWriter::new(File::create(FrameFormat::Ply.path(&self.dir, frame.index))?);
-        writeln!(w, "ply\nformat binary_little_endian 1.0")?;
-        writeln!(
-            w,
-            "comment acm frame {} at t = {:?} s; units cm, cm/s",
-            frame.index, frame.time
-        )?;
-        for o in model.objects() {
-            let name = single_word(&o.name);
+        let path = FrameFormat::Ply.path(&self.dir, frame.index);
+        let (vertices, encoded) = (&self.vertices, &self.triangles);
+        write_whole(&path, |w| {
+            writeln!(w, "ply\nformat binary_little_endian 1.0")?;
             writeln!(
                 w,
-                "comment object {name} {} {}",
-                o.first_vertex, o.vertex_count
+                "comment acm frame {} at t = {:?} s; units cm, cm/s",
+                frame.index, frame.time
             )?;
-        }
-        writeln!(w, "element vertex {}", frame.positions.len())?;
-        for p in ["x", "y", "z", "vx", "vy", "vz"] {
-            writeln!(w, "property float {p}")?;
-        }
-        match self.topology {
-            PlyTopology::Faces => writeln!(
-                w,
-                "element face {}\nproperty list uchar uint vertex_indices",
-                triangles.len()
-            )?,
-            PlyTopology::Strips => writeln!(
-                w,
-                "element tristrips 1\nproperty list uint int vertex_indices"
-            )?,
-        }
-        writeln!(w, "end_header")?;
-        w.write_all(&self.vertices)?;
-        w.write_all(&self.triangles)?;
-        w.flush()?;
+            for o in model.objects() {
+                let name = single_word(&o.name);
+                writeln!(
+                    w,
+                    "comment object {name} {} {}",
+                    o.first_vertex, o.vertex_count
+                )?;
+            }
+            writeln!(w, "element vertex {}", frame.positions.len())?;
+            for p in ["x", "y", "z", "vx", "vy", "vz"] {
+                writeln!(w, "property float {p}")?;
+            }
+            match self.topology {
+                PlyTopology::Faces => writeln!(
+                    w,
+                    "element face {}\nproperty list uchar uint vertex_indices",
+                    triangles.len()
+                )?,
+                PlyTopology::Strips => writeln!(
+                    w,
+                    "element tristrips 1\nproperty list uint int vertex_indices"
+                )?,
+            }
+            writeln!(w, "end_header")?;
+            w.write_all(vertices)?;
+            w.write_all(encoded)
+        })?;
         Ok(())
     }
 }
+
+impl FrameWriter for PlyFrames {}

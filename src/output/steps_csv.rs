@@ -1,10 +1,11 @@
 //! `steps.csv`: the distribution of vertex time steps per frame (CACM Fig. 2's histogram).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::{Frame, FrameSink, RunError};
+
+use super::CsvFile;
 
 /// Bins per decade of time step.
 const BINS_PER_DECADE: i32 = 4;
@@ -21,7 +22,9 @@ const BINS: i32 = (LAST_DECADE - FIRST_DECADE) * BINS_PER_DECADE;
 /// range count in the first or last bin.
 #[derive(Debug)]
 pub struct StepsCsv {
-    out: BufWriter<File>,
+    out: CsvFile,
+    /// The row being written.
+    row: String,
     steps: Vec<f64>,
     counts: Vec<u64>,
 }
@@ -38,7 +41,8 @@ impl StepsCsv {
             .map(|k| format!("{:.3e}", lower_edge(k)))
             .collect();
         Ok(Self {
-            out: super::csv_with_header(path, &format!("time,{}", edges.join(",")))?,
+            out: CsvFile::create(path, &format!("time,{}", edges.join(",")))?,
+            row: String::new(),
             steps: Vec::new(),
             counts: vec![0; BINS as usize],
         })
@@ -53,12 +57,12 @@ impl FrameSink for StepsCsv {
             let k = ((h.log10() - f64::from(FIRST_DECADE)) * f64::from(BINS_PER_DECADE)).floor();
             self.counts[k.clamp(0.0, f64::from(BINS - 1)) as usize] += 1;
         }
-        write!(self.out, "{}", frame.time)?;
+        self.row.clear();
+        let _ = write!(self.row, "{}", frame.time);
         for c in &self.counts {
-            write!(self.out, ",{c}")?;
+            let _ = write!(self.row, ",{c}");
         }
-        writeln!(self.out)?;
-        self.out.flush()?;
+        self.out.row(format_args!("{}", self.row))?;
         Ok(())
     }
 }

@@ -71,8 +71,21 @@ pub fn plot_dir(dir: &Path) -> Result<Plotted, PlotError> {
             ),
         });
     }
+    let energy_path = dir.join("energy.csv");
+    if !energy_path.exists() {
+        return Err(PlotError::Read {
+            path: dir.to_path_buf(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "holds no energy.csv: run a scene into it first (acm run PROFILE --out {})",
+                    dir.display()
+                ),
+            ),
+        });
+    }
     let mut plotted = Plotted::default();
-    let energy = Table::read(&dir.join("energy.csv"))?;
+    let energy = Table::read(&energy_path)?;
     let time = energy.column("time")?;
     let energies = ["kinetic", "elastic", "gravity", "penalty", "total"];
     let momenta = ["px", "py", "pz"];

@@ -8,7 +8,7 @@
 //! both, keeps a bad frame from being written if either ever fails.
 
 use crate::check::{audit_positions, AuditReport};
-use crate::engine::{Frame, FrameSink, RunError};
+use crate::{Frame, FrameSink, RunError};
 
 /// A frame sink that checks each frame exactly and hands on only clean ones (see the module
 /// docs).
