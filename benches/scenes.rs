@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
+use acm::prelude::Stepper;
 use acm::scene::profile;
-use acm::Stepper;
 use acm::{NoFrames, Simulation};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 

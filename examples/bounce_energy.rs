@@ -14,8 +14,8 @@
 
 use acm::mesh::{self, TriMesh};
 use acm::penalty::layers::LayerClocks;
+use acm::prelude::FrameSource;
 use acm::scene::{Material, Scene, SceneObject};
-use acm::Stepper;
 use acm::{NoFrames, Simulation};
 use glam::{DQuat, DVec3};
 

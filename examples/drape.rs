@@ -7,9 +7,9 @@ use std::io::Write;
 use std::path::Path;
 
 use acm::check::measure;
+use acm::prelude::Stepper;
 use acm::scene::profile;
 use acm::Simulation;
-use acm::Stepper;
 use acm::{Frame, FrameSink, RunError};
 
 /// Overwrites one progress line on stderr per frame, and keeps the first and last energies.
@@ -20,16 +20,16 @@ struct Progress {
 
 impl FrameSink for Progress {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        let total = measure(frame.stepper, frame.time, frame.positions).total;
+        let total = measure(frame.source, frame.time, frame.positions).total;
         let first = self.energy.map_or(total, |(first, _)| first);
         self.energy = Some((first, total));
-        let now = frame.stepper.penalty_now();
+        let now = frame.source.penalty_now();
         eprint!(
             "\rframe {:>3}/{}  t = {:.3} s  {:>9} events  {:>5} pairs in layers (deepest {})",
             frame.index + 1,
             self.frames,
             frame.time,
-            frame.stepper.work_done(),
+            frame.source.work_done(),
             now.active_pairs,
             now.deepest_layer,
         );

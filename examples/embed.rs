@@ -4,8 +4,8 @@
 //! `cargo run --release --example embed`
 
 use acm::mesh;
+use acm::prelude::{FrameSource, Stepper};
 use acm::scene::{Material, Scene, SceneObject, ScriptSpec, VertexSet};
-use acm::Stepper;
 use acm::{NoFrames, Simulation};
 use glam::DVec3;
 

@@ -33,9 +33,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use acm::events::EventKind;
+use acm::prelude::{FrameSource, Stepper};
 use acm::scene::profile;
 use acm::state::VertexKind;
-use acm::Stepper;
 use acm::{NoFrames, Simulation};
 use glam::DVec3;
 

@@ -6,8 +6,8 @@
 //! `cargo run --release --example walkthrough`
 
 use acm::events::EventKind;
+use acm::prelude::FrameSource;
 use acm::scene::profile;
-use acm::Stepper;
 use acm::{NoFrames, Simulation};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -163,7 +163,7 @@ impl FrameSink for Measure {
         ) {
             self.audit_error.get_or_insert(e.to_string());
         }
-        let c = measure(frame.stepper, frame.time, frame.positions);
+        let c = measure(frame.source, frame.time, frame.positions);
         if self.first.is_none() {
             let state = model.state();
             self.free_mass = state

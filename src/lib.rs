@@ -38,6 +38,7 @@ pub mod output;
 pub mod penalty;
 #[cfg(feature = "plot")]
 pub mod plot;
+pub mod prelude;
 pub mod profiling;
 mod run_stats;
 pub mod scene;
@@ -59,7 +60,7 @@ pub use glam;
 pub use model::Model;
 pub use run_stats::RunStats;
 pub use scene::Scene;
-pub use stepper::{Frame, FrameSink, NoFrames, PenaltyNow, Stepper};
+pub use stepper::{Frame, FrameSink, FrameSource, NoFrames, PenaltyNow, Stepper};
 
 /// The built-in default scene: the profile `profiles/sheet_on_sphere.toml` (a sheet draping
 /// over a sphere, with contact), compiled in so that `acm run` works from any directory.

@@ -1,5 +1,5 @@
 //! One interface for every method: a [`Stepper`] advances its [`Model`] through time and hands
-//! [`Frame`]s to a [`FrameSink`]. ACM's event loop ([`crate::Simulation`]), the synchronous
+//! [`Frame`]s to a [`FrameSink`], showing itself to them as a [`FrameSource`]. ACM's event loop ([`crate::Simulation`]), the synchronous
 //! velocity filter ([`crate::sync::SyncSimulation`]) and implicit contact
 //! ([`crate::implicit::ImplicitSimulation`]) implement it, so the command line, `acm compare` and
 //! the Python module drive any of them the same way ([`crate::driver`] builds the one a scene
@@ -12,16 +12,11 @@ use glam::DVec3;
 use crate::scene::Method;
 use crate::{Model, RunError, RunStats};
 
-/// A method that advances a model through time (see the module docs).
-pub trait Stepper: std::fmt::Debug + Send {
+/// A method that advances a model through time (see the module docs). What it shows of itself
+/// while it runs (its model, its contact) is its [`FrameSource`] side.
+pub trait Stepper: FrameSource {
     /// Which method this is.
     fn method(&self) -> Method;
-
-    /// The model it advances.
-    fn model(&self) -> &Model;
-
-    /// The simulated time reached: everything before it is done.
-    fn time(&self) -> f64;
 
     /// Advances to `until` (s), handing every frame due on the way to `sink`.
     ///
@@ -35,14 +30,24 @@ pub trait Stepper: std::fmt::Debug + Send {
     /// once `flag` is set (for example by a signal handler).
     fn stop_when(&mut self, flag: &'static AtomicBool);
 
-    /// The statistics every method keeps (model size, wall and simulated time, frames).
-    fn run_stats(&self) -> &RunStats;
-
     /// Everything the method counts, as written to `stats.json`.
     fn stats_json(&self) -> serde_json::Value;
 
     /// What the run did, in one line (steps or events, time spent), for the command line.
     fn summary(&self) -> String;
+}
+
+/// What a method shows of itself to the sinks of its frames, and to anyone reading it between
+/// runs: its model, its time and statistics, its clocks and its contact.
+pub trait FrameSource: std::fmt::Debug + Send {
+    /// The model it advances.
+    fn model(&self) -> &Model;
+
+    /// The simulated time reached: everything before it is done.
+    fn time(&self) -> f64;
+
+    /// The statistics every method keeps (model size, wall and simulated time, frames).
+    fn run_stats(&self) -> &RunStats;
 
     /// Units of work done so far (events, or steps), live while a run goes on: for progress
     /// reports.
@@ -64,7 +69,7 @@ pub trait Stepper: std::fmt::Debug + Send {
     }
 }
 
-/// Penalty contact at one moment (see [`Stepper::penalty_now`]).
+/// Penalty contact at one moment (see [`FrameSource::penalty_now`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PenaltyNow {
     /// Candidate pairs with at least one penalty layer active.
@@ -84,13 +89,13 @@ pub struct Frame<'a> {
     pub positions: &'a [DVec3],
     /// The method that made it, for reading anything else: its model (velocities, topology),
     /// its statistics, its contact.
-    pub stepper: &'a dyn Stepper,
+    pub source: &'a dyn FrameSource,
 }
 
 impl Frame<'_> {
     /// The model the frame shows.
     pub fn model(&self) -> &Model {
-        self.stepper.model()
+        self.source.model()
     }
 }
 

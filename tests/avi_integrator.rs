@@ -5,8 +5,8 @@ mod common;
 
 use acm::check::{measure, Conservation};
 use acm::forces::{bending, spring};
+use acm::prelude::{FrameSource, Stepper};
 use acm::scene::{Material, SpeedSettings};
-use acm::Stepper;
 use acm::{NoFrames, Scene, Simulation};
 use common::{sheet_scene, Rng};
 use glam::DVec3;

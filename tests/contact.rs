@@ -7,8 +7,8 @@ use std::path::Path;
 
 use acm::check::{measure, AuditReport, Conservation};
 use acm::mesh;
+use acm::prelude::{FrameSource, Stepper};
 use acm::scene::{profile, Material, Scene, SceneObject};
-use acm::Stepper;
 use acm::{Frame, FrameSink, NoFrames, RunError, Simulation, WaitPolicy};
 use common::{acm, head_on, momentum, momentum_scale, profiles_dir, Audited};
 use glam::DVec3;
@@ -160,7 +160,7 @@ struct AuditedEnergy {
 
 impl FrameSink for AuditedEnergy {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        (self.energies).push(measure(frame.stepper, frame.time, frame.positions));
+        (self.energies).push(measure(frame.source, frame.time, frame.positions));
         self.audit.frame(frame)
     }
 }

@@ -4,8 +4,8 @@ mod common;
 
 use acm::mesh;
 use acm::penalty::layers::{LayerLaw, LayerSchedule};
+use acm::prelude::{FrameSource, Stepper};
 use acm::scene::{Material, Scene, SceneObject};
-use acm::Stepper;
 use acm::{NoFrames, Simulation};
 use glam::DVec3;
 

@@ -9,8 +9,8 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use acm::prelude::{FrameSource, Stepper};
 use acm::scene::profile;
-use acm::Stepper;
 use acm::{NoFrames, Simulation};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};

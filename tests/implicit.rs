@@ -7,8 +7,8 @@ mod common;
 
 use acm::check::{audit_positions, measure, AuditReport};
 use acm::implicit::ImplicitSimulation;
+use acm::prelude::{FrameSource, Stepper};
 use acm::scene::{profile, Method, Scene};
-use acm::Stepper;
 use acm::{Frame, FrameSink, RunError};
 use common::{acm, head_on, profiles_dir};
 use glam::DVec3;
@@ -46,7 +46,7 @@ impl FrameSink for Record {
             &mut self.audit,
         )
         .expect("finite frames");
-        let c = measure(frame.stepper, frame.time, frame.positions);
+        let c = measure(frame.source, frame.time, frame.positions);
         self.energy.push(c.total);
         self.momentum.push(c.momentum);
         let state = frame.model().state();

@@ -4,7 +4,7 @@ mod common;
 
 use std::path::Path;
 
-use acm::Stepper;
+use acm::prelude::{FrameSource, Stepper};
 use common::{acm, profiles_dir};
 use plotters::style::{Color, Palette, Palette99};
 

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use acm::mesh::{parse_obj, strip_triangles};
 use acm::output::FrameFormat;
+use acm::prelude::Stepper;
 use acm::Simulation;
-use acm::Stepper;
 use acm::{Frame, FrameSink, RunError};
 use common::{acm, profiles_dir};
 use glam::DVec3;

@@ -5,8 +5,8 @@
 mod common;
 
 use acm::check::{audit_positions, measure, AuditReport};
+use acm::prelude::{FrameSource, Stepper};
 use acm::scene::profile;
-use acm::Stepper;
 use acm::{Frame, FrameSink, RunError, Simulation};
 use common::profiles_dir;
 use glam::DVec3;
@@ -80,7 +80,7 @@ impl FrameSink for Recorder {
         self.time.push(frame.time);
         self.positions.push(frame.positions.to_vec());
         self.energy
-            .push(measure(frame.stepper, frame.time, frame.positions).total);
+            .push(measure(frame.source, frame.time, frame.positions).total);
         audit_positions(
             frame.positions,
             frame.model().triangles(),

@@ -6,8 +6,8 @@ mod common;
 
 use acm::check::AuditReport;
 use acm::engine::ContactStats;
+use acm::prelude::{FrameSource, Stepper};
 use acm::scene::{profile, ContactScheduler, Material, Scene, SceneObject};
-use acm::Stepper;
 use acm::{Frame, FrameSink, RunError, Simulation};
 use common::{profiles_dir, Audited};
 use glam::DVec3;
@@ -317,7 +317,7 @@ struct Motion(Vec<Vec<DVec3>>, Vec<(f64, f64)>, Audited);
 
 impl FrameSink for Motion {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        let kinetic = acm::check::measure(frame.stepper, frame.time, frame.positions).kinetic;
+        let kinetic = acm::check::measure(frame.source, frame.time, frame.positions).kinetic;
         self.0.push(frame.positions.to_vec());
         self.1.push((frame.time, kinetic));
         self.2.frame(frame)

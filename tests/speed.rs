@@ -5,8 +5,8 @@
 mod common;
 
 use acm::check::{measure, AuditReport};
+use acm::prelude::{FrameSource, Stepper};
 use acm::scene::{profile, ContactScheduler, Scene, SpeedSettings};
-use acm::Stepper;
 use acm::{Frame, FrameSink, NoFrames, RunError, Simulation, Stats};
 use common::{head_on, momentum, momentum_scale, Audited};
 use glam::DVec3;

@@ -5,9 +5,9 @@ mod common;
 
 use acm::check::{audit_positions, AuditReport};
 use acm::mesh;
+use acm::prelude::{FrameSource, Stepper};
 use acm::scene::{profile, FailSafe, Material, Method, Scene, SceneObject};
 use acm::sync::SyncSimulation;
-use acm::Stepper;
 use acm::{Frame, FrameSink, RunError};
 use common::profiles_dir;
 use glam::{DQuat, DVec3};
@@ -93,7 +93,7 @@ struct Momentum(Vec<DVec3>, f64);
 
 impl FrameSink for Momentum {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        let c = acm::check::measure(frame.stepper, frame.time, frame.positions);
+        let c = acm::check::measure(frame.source, frame.time, frame.positions);
         self.0.push(c.momentum);
         let state = frame.model().state();
         let scale: f64 = (0..state.len())

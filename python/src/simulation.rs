@@ -7,7 +7,7 @@ use std::time::Duration;
 use acm::check::{audit_positions, AuditReport};
 use acm::scene::Method;
 use acm::state::VertexKind;
-use acm::{Frame, FrameSink, RunError, Stepper};
+use acm::{Frame, FrameSink, FrameSource, RunError, Stepper};
 use glam::DVec3;
 use numpy::{AllowTypeChange, PyArray2, PyArrayLike1, PyArrayLike2, PyArrayLikeDyn};
 use pyo3::prelude::*;

@@ -15,7 +15,7 @@ use acm::scene::profile::{self, ProfileError};
 use acm::scene::{Method, SceneError};
 use acm::sync::SyncSimulation;
 use acm::view::FrameSet;
-use acm::{Frame, FrameSink, RunError, Scene, Simulation, Stepper, WaitPolicy};
+use acm::{Frame, FrameSink, FrameSource, RunError, Scene, Simulation, Stepper, WaitPolicy};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::Write as _;
@@ -630,7 +630,7 @@ impl FrameSink for RunSink {
         if let Some(steps) = &mut self.steps {
             steps.frame(frame)?;
         }
-        let events = frame.stepper.work_done();
+        let events = frame.source.work_done();
         let rate = events as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
         self.progress.set_position(frame.index + 1);
         self.progress

@@ -3,7 +3,7 @@
 use glam::DVec3;
 use serde::Serialize;
 
-use crate::Stepper;
+use crate::FrameSource;
 
 /// Energies and momenta of the free vertices at one instant.
 ///
@@ -29,17 +29,17 @@ pub struct Conservation {
     pub angular_momentum: DVec3,
 }
 
-/// Measures the model of `stepper` at time `time`, where `positions` are every vertex's
+/// Measures the model of `source` at time `time`, where `positions` are every vertex's
 /// positions at that time (the velocities are its state's, the penalty energy its method's).
 /// Sums run in vertex order, so the result does not depend on the number of threads.
-pub fn measure(stepper: &dyn Stepper, time: f64, positions: &[DVec3]) -> Conservation {
-    let model = stepper.model();
+pub fn measure(source: &dyn FrameSource, time: f64, positions: &[DVec3]) -> Conservation {
+    let model = source.model();
     let state = model.state();
     let g = model.gravity();
     let mut c = Conservation {
         time,
         elastic: model.springs().energy(positions) + model.hinges().energy(positions),
-        penalty: stepper.contact_energy(positions),
+        penalty: source.contact_energy(positions),
         ..Conservation::default()
     };
     for (i, &x) in positions.iter().enumerate() {

@@ -6,6 +6,8 @@ use std::borrow::Cow;
 use glam::DVec3;
 
 use super::contact::{Contact, ContactSetup, TooClose};
+use super::event_loop::EventLoop;
+use super::simulation::Schedule;
 use super::speculative::Speculative;
 use super::{Simulation, Stats, WaitPolicy};
 use crate::events::{EventKind, EventQueue, EventTable, Scheduler};
@@ -39,11 +41,14 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
         run: RunStats::of(&model),
         ..Stats::default()
     };
-    let speculative = contact
-        .as_ref()
-        .filter(|_| scene.contact.scheduler == ContactScheduler::Speculative)
-        .map(|c| Box::new(Speculative::new(c, model.state.len(), scene.frame_interval)));
-    Ok(Simulation {
+    let schedule = match &contact {
+        Some(c) if scene.contact.scheduler == ContactScheduler::Speculative => Schedule::Windows(
+            Box::new(Speculative::new(c, model.state.len(), scene.frame_interval)),
+        ),
+        _ => Schedule::Certificates,
+    };
+    let event_loop = EventLoop {
+        certificates: matches!(schedule, Schedule::Certificates),
         ticks: vec![0; model.forces.len()],
         next_key: vec![0; model.scripts.len()],
         events,
@@ -58,7 +63,6 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
         },
         contact,
         kicked: Default::default(),
-        speculative,
         audit: false,
         stop: None,
         wait: WaitPolicy::default(),
@@ -67,6 +71,10 @@ pub(super) fn simulation(mut scene: Cow<'_, Scene>) -> Result<Simulation, SceneE
         watchdog: Default::default(),
         stats,
         model,
+    };
+    Ok(Simulation {
+        event_loop,
+        schedule,
     })
 }
 

@@ -39,7 +39,7 @@ use crate::scene::{FailSafe, ImplicitSettings, Method, Scene, SceneError};
 use crate::sync::filter::{Filter, FilterParams, FilterStats};
 use crate::sync::primitives::Feature;
 use crate::sync::steps::{self, FixedStepper, FixedSteps, Progress};
-use crate::{FrameSink, Model, RunError, RunStats, Stepper};
+use crate::{FrameSink, FrameSource, Model, RunError, RunStats, Stepper};
 use contacts::Detector;
 use ica::{ContactRow, IcaParams};
 use system::{Forces, LinearSystem};
@@ -351,11 +351,7 @@ impl ImplicitSimulation {
     }
 }
 
-impl Stepper for ImplicitSimulation {
-    fn method(&self) -> Method {
-        Method::Implicit
-    }
-
+impl FrameSource for ImplicitSimulation {
     fn model(&self) -> &Model {
         &self.model
     }
@@ -363,6 +359,24 @@ impl Stepper for ImplicitSimulation {
     /// The end of the last step taken.
     fn time(&self) -> f64 {
         self.progress.time()
+    }
+
+    fn run_stats(&self) -> &RunStats {
+        &self.stats.run
+    }
+
+    fn work_done(&self) -> u64 {
+        self.progress.steps
+    }
+
+    fn vertex_steps(&self, out: &mut Vec<f64>) {
+        steps::uniform_steps(&self.model, self.step(), out);
+    }
+}
+
+impl Stepper for ImplicitSimulation {
+    fn method(&self) -> Method {
+        Method::Implicit
     }
 
     /// Takes steps while their end is at most `until`, handing frames (at step ends that are
@@ -373,10 +387,6 @@ impl Stepper for ImplicitSimulation {
 
     fn stop_when(&mut self, flag: &'static AtomicBool) {
         self.stop = Some(flag);
-    }
-
-    fn run_stats(&self) -> &RunStats {
-        &self.stats.run
     }
 
     fn stats_json(&self) -> serde_json::Value {
@@ -401,14 +411,6 @@ impl Stepper for ImplicitSimulation {
             s.ica_outer_iterations,
             s.ica_unconverged
         )
-    }
-
-    fn work_done(&self) -> u64 {
-        self.progress.steps
-    }
-
-    fn vertex_steps(&self, out: &mut Vec<f64>) {
-        steps::uniform_steps(&self.model, self.step(), out);
     }
 }
 

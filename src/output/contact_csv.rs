@@ -26,7 +26,7 @@ impl ContactCsv {
 
 impl FrameSink for ContactCsv {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        let now = frame.stepper.penalty_now();
+        let now = frame.source.penalty_now();
         self.out.row(format_args!(
             "{},{},{}",
             frame.time, now.active_pairs, now.deepest_layer

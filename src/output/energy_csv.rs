@@ -28,7 +28,7 @@ impl EnergyCsv {
 
 impl FrameSink for EnergyCsv {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        let c = measure(frame.stepper, frame.time, frame.positions);
+        let c = measure(frame.source, frame.time, frame.positions);
         let (p, l) = (c.momentum, c.angular_momentum);
         self.out.row(format_args!(
             "{},{},{},{},{},{},{},{},{},{},{},{}",

@@ -17,7 +17,7 @@ const LAST_DECADE: i32 = 0;
 const BINS: i32 = (LAST_DECADE - FIRST_DECADE) * BINS_PER_DECADE;
 
 /// Appends a row per frame: the time, then how many free vertices have their time step (see
-/// [`crate::Stepper::vertex_steps`]) in each bin. The header names each bin by its lower
+/// [`crate::FrameSource::vertex_steps`]) in each bin. The header names each bin by its lower
 /// edge in seconds; bins are a quarter decade wide from 1e-10 s to 1 s, and steps outside that
 /// range count in the first or last bin.
 #[derive(Debug)]
@@ -51,7 +51,7 @@ impl StepsCsv {
 
 impl FrameSink for StepsCsv {
     fn frame(&mut self, frame: &Frame<'_>) -> Result<(), RunError> {
-        frame.stepper.vertex_steps(&mut self.steps);
+        frame.source.vertex_steps(&mut self.steps);
         self.counts.fill(0);
         for &h in self.steps.iter().filter(|h| h.is_finite()) {
             let k = ((h.log10() - f64::from(FIRST_DECADE)) * f64::from(BINS_PER_DECADE)).floor();

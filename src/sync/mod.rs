@@ -32,7 +32,7 @@ use serde::Serialize;
 
 use crate::forces::external::gravity_tick;
 use crate::scene::{FailSafe, Method, OnUnresolved, Scene, SceneError};
-use crate::{FrameSink, Model, RunError, RunStats, Stepper};
+use crate::{FrameSink, FrameSource, Model, RunError, RunStats, Stepper};
 use filter::{Filter, FilterParams, FilterStats};
 use steps::{FixedStepper, FixedSteps, Progress};
 
@@ -133,11 +133,7 @@ impl SyncSimulation {
     }
 }
 
-impl Stepper for SyncSimulation {
-    fn method(&self) -> Method {
-        Method::Sync
-    }
-
+impl FrameSource for SyncSimulation {
     fn model(&self) -> &Model {
         &self.model
     }
@@ -145,6 +141,24 @@ impl Stepper for SyncSimulation {
     /// The end of the last step taken.
     fn time(&self) -> f64 {
         self.progress.time()
+    }
+
+    fn run_stats(&self) -> &RunStats {
+        &self.stats.run
+    }
+
+    fn work_done(&self) -> u64 {
+        self.progress.steps
+    }
+
+    fn vertex_steps(&self, out: &mut Vec<f64>) {
+        steps::uniform_steps(&self.model, self.step(), out);
+    }
+}
+
+impl Stepper for SyncSimulation {
+    fn method(&self) -> Method {
+        Method::Sync
     }
 
     /// Takes steps while their end is at most `until`, handing frames (at step ends that are
@@ -155,10 +169,6 @@ impl Stepper for SyncSimulation {
 
     fn stop_when(&mut self, flag: &'static AtomicBool) {
         self.stop = Some(flag);
-    }
-
-    fn run_stats(&self) -> &RunStats {
-        &self.stats.run
     }
 
     fn stats_json(&self) -> serde_json::Value {
@@ -181,14 +191,6 @@ impl Stepper for SyncSimulation {
             f.rigid_disagreements,
             f.unresolved_steps
         )
-    }
-
-    fn work_done(&self) -> u64 {
-        self.progress.steps
-    }
-
-    fn vertex_steps(&self, out: &mut Vec<f64>) {
-        steps::uniform_steps(&self.model, self.step(), out);
     }
 }
 

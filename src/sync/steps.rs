@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::forces::external::ScriptedMotion;
 use crate::scene::SceneError;
-use crate::{Frame, FrameSink, Model, RunError, RunStats, Stepper};
+use crate::{Frame, FrameSink, FrameSource, Model, RunError, RunStats, Stepper};
 
 /// Steps of equal length `h`, the largest that divides the frame interval and is at most the
 /// requested step, counted from time 0 (frame times are exact multiples of the interval).
@@ -183,15 +183,15 @@ pub(crate) fn run_until<S: FixedStepper>(
     result
 }
 
-/// Hands the positions of `stepper`'s model (all at `time`) to `sink` as frame `index`, after
+/// Hands the positions of `source`'s model (all at `time`) to `sink` as frame `index`, after
 /// checking that they are finite.
 fn write_frame(
-    stepper: &dyn Stepper,
+    source: &dyn FrameSource,
     index: u64,
     time: f64,
     sink: &mut dyn FrameSink,
 ) -> Result<(), RunError> {
-    let positions = &stepper.model().state.x;
+    let positions = &source.model().state.x;
     if let Some(vertex) = positions.iter().position(|p| !p.is_finite()) {
         return Err(RunError::Diverged { time, vertex });
     }
@@ -199,7 +199,7 @@ fn write_frame(
         index,
         time,
         positions,
-        stepper,
+        source,
     })
 }
 

@@ -6,8 +6,8 @@ use std::process::{Command, Output};
 
 use acm::check::{audit_positions, measure, AuditReport};
 use acm::mesh;
+use acm::prelude::FrameSource;
 use acm::scene::{Material, Scene, SceneObject};
-use acm::Stepper;
 use acm::{Frame, FrameSink, RunError, Simulation};
 use glam::DVec3;
 

@@ -16,9 +16,9 @@
 
 use glam::DVec3;
 
-use crate::engine::RunError;
 use crate::penalty::layers::LayerSchedule;
 use crate::state::VertexState;
+use crate::RunError;
 
 /// How many times the energy the scene has had a pair may hold before the run stops: far
 /// above the method's energy error of one impact (README, known limitations), far below a

@@ -12,7 +12,6 @@ use super::pair_table::PairTable;
 use super::work_closure::WorkClosure;
 use crate::engine::layer_events::{LayerEvents, Member};
 use crate::engine::triangle_pairs::TriangleTopology;
-use crate::engine::RunError;
 use crate::events::{EventQueue, Scheduler};
 use crate::penalty::closest::TRIANGLE_PAIR_FEATURES;
 use crate::penalty::impulse::{
@@ -23,6 +22,7 @@ use crate::penalty::{ContactKey, PairKey};
 use crate::profiling::zone;
 use crate::scene::SpeedLimit;
 use crate::state::{speed, VertexState};
+use crate::RunError;
 
 /// Layer ticks with at least this many members compute their impulses on the thread pool, and
 /// apply them there unless the work closure needs them applied one by one.

@@ -31,7 +31,6 @@ pub(super) use motion::feature_distance;
 use motion::{first_four, local_feature_distance, Motion};
 
 use super::triangle_pairs::TriangleTopology;
-use super::RunError;
 use crate::events::{EventId, EventKind, EventQueue, Scheduler};
 use crate::kds::{BroadPhase, BroadPhaseKind, BroadPhaseStats};
 use crate::mesh::TriangleList;
@@ -43,6 +42,7 @@ use crate::penalty::PairKey;
 use crate::profiling::zone;
 use crate::scene::SpeedLimit;
 use crate::state::VertexState;
+use crate::RunError;
 use audit::Audit;
 use certification::{Certifier, SLAB_MARGIN};
 use energy_limit::EnergyLimit;

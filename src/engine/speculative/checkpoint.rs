@@ -9,7 +9,8 @@
 use glam::DVec3;
 
 use crate::engine::contact::ContactCheckpoint;
-use crate::engine::{Simulation, Stats};
+use crate::engine::event_loop::EventLoop;
+use crate::engine::Stats;
 use crate::events::{EventQueue, EventTable};
 
 /// A saved simulation state (see the module docs).
@@ -35,7 +36,7 @@ pub(super) struct Checkpoint {
 
 impl Checkpoint {
     /// Saves `sim`'s state.
-    pub(super) fn save(&mut self, sim: &Simulation) {
+    pub(super) fn save(&mut self, sim: &EventLoop) {
         self.x.clone_from(&sim.model.state.x);
         self.t.clone_from(&sim.model.state.t);
         self.v.clone_from(&sim.model.state.v);
@@ -55,7 +56,7 @@ impl Checkpoint {
     }
 
     /// Puts `sim` back into the saved state.
-    pub(super) fn restore(&self, sim: &mut Simulation) {
+    pub(super) fn restore(&self, sim: &mut EventLoop) {
         sim.model.state.x.clone_from(&self.x);
         sim.model.state.t.clone_from(&self.t);
         sim.model.state.v.clone_from(&self.v);

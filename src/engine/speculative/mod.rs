@@ -72,10 +72,13 @@ use retrospective::{Retrospective, Timeline, Violation};
 use rewinds::Rewinds;
 
 use super::contact::{Contact, LayerChange, WindowCounts, ACTIVATION};
-use super::{FrameSink, NoFrames, Processed, RunError, Simulation};
+use super::event_loop::EventLoop;
+use super::Processed;
 use crate::events::{EventKind, Scheduler};
 use crate::penalty::PairKey;
 use crate::profiling::zone;
+use crate::stepper::{FrameSink, NoFrames};
+use crate::RunError;
 use hashbrown::HashMap;
 
 /// The first window, as a fraction of the frame interval.
@@ -203,42 +206,40 @@ impl Speculative {
     }
 }
 
-/// Runs `sim` speculatively through every event up to and including `until` (what
-/// [`Simulation::run_until`] does in this mode).
-pub(super) fn run_until(
-    sim: &mut Simulation,
-    until: f64,
-    sink: &mut dyn FrameSink,
-) -> Result<(), RunError> {
-    let mut spec = sim.speculative.take().expect("a speculative simulation");
-    let mut sink = CheckedFrames::new(sink);
-    let mut result = Ok(None);
-    while result.is_ok() && sim.queue.peek().is_some_and(|(_, t)| t <= until) {
-        result = spec.window(sim, until, &mut sink);
+impl Speculative {
+    /// Runs `sim` speculatively through every event up to and including `until` (what
+    /// [`Stepper::run_until`](crate::Stepper::run_until) does in this mode).
+    pub(super) fn run_until(
+        &mut self,
+        sim: &mut EventLoop,
+        until: f64,
+        sink: &mut dyn FrameSink,
+    ) -> Result<(), RunError> {
+        let mut sink = CheckedFrames::new(sink);
+        while sim.queue.peek().is_some_and(|(_, t)| t <= until) {
+            self.window(sim, until, &mut sink)?;
+        }
+        if until.is_finite() {
+            sim.time = sim.time.max(until);
+            sim.stats.run.simulated_seconds = sim.time;
+        }
+        Ok(())
     }
-    sim.speculative = Some(spec);
-    result?;
-    if until.is_finite() {
-        sim.time = sim.time.max(until);
-        sim.stats.run.simulated_seconds = sim.time;
-    }
-    Ok(())
-}
 
-/// Runs `sim` speculatively through one committed window and reports its last event (what
-/// [`Simulation::step`] does in this mode); `None` when the queue is empty.
-pub(super) fn step(
-    sim: &mut Simulation,
-    sink: &mut dyn FrameSink,
-) -> Result<Option<Processed>, RunError> {
-    let mut spec = sim.speculative.take().expect("a speculative simulation");
-    let mut sink = CheckedFrames::new(sink);
-    let mut result = Ok(None);
-    while result.as_ref().is_ok_and(Option::is_none) && sim.queue.peek().is_some() {
-        result = spec.window(sim, f64::INFINITY, &mut sink);
+    /// Runs `sim` speculatively through one committed window and reports its last event (what
+    /// [`crate::Simulation::step`] does in this mode); `None` when the queue is empty.
+    pub(super) fn step(
+        &mut self,
+        sim: &mut EventLoop,
+        sink: &mut dyn FrameSink,
+    ) -> Result<Option<Processed>, RunError> {
+        let mut sink = CheckedFrames::new(sink);
+        let mut last = None;
+        while last.is_none() && sim.queue.peek().is_some() {
+            last = self.window(sim, f64::INFINITY, &mut sink)?;
+        }
+        Ok(last)
     }
-    sim.speculative = Some(spec);
-    result
 }
 
 impl Speculative {
@@ -246,7 +247,7 @@ impl Speculative {
     /// its last event.
     fn window(
         &mut self,
-        sim: &mut Simulation,
+        sim: &mut EventLoop,
         until: f64,
         sink: &mut dyn FrameSink,
     ) -> Result<Option<Processed>, RunError> {
@@ -411,7 +412,7 @@ impl Speculative {
     /// Returns the window's last event (`processed` if it processes none).
     fn run(
         &mut self,
-        sim: &mut Simulation,
+        sim: &mut EventLoop,
         (end, last): (f64, bool),
         partway: bool,
         (next, mut processed): (&mut usize, Option<Processed>),
@@ -443,52 +444,33 @@ impl Speculative {
             let Some((id, t)) = due else {
                 break;
             };
-            sim.queue.pop();
-            sim.advance_to(id, t)?;
             let kind = sim.events.kind(id);
-            let payload = sim.events.payload(id);
+            if matches!(kind, EventKind::Certificate | EventKind::BroadPhase) {
+                return Err(RunError::Internal {
+                    time: t,
+                    event: id.0,
+                    message: format!("a {kind:?} event in a speculative window"),
+                });
+            }
+            // A frame is handed out once, however often its window runs.
+            let emitted = kind == EventKind::Snapshot && sim.next_frame < self.frames_emitted;
+            let frames: &mut dyn FrameSink = if emitted { &mut NoFrames } else { &mut *sink };
+            let event = sim.dispatch(frames)?;
             match kind {
-                EventKind::Force => {
-                    sim.fire_force(id, t)?;
-                    sim.kicked.clear();
-                    self.record_force(sim, payload as usize);
-                }
+                EventKind::Force => self.record_force(sim, event.payload as usize),
                 EventKind::Script => {
-                    sim.fire_script(id);
-                    let script = &sim.model.scripts[payload as usize];
+                    let script = &sim.model.scripts[event.payload as usize];
                     self.history.record(&sim.model.state, &script.vertices);
                 }
-                EventKind::Snapshot if sim.next_frame < self.frames_emitted => {
-                    sim.fire_snapshot(id, t, &mut NoFrames)?;
-                }
-                EventKind::Snapshot => {
-                    sim.fire_snapshot(id, t, sink)?;
-                    self.frames_emitted = sim.next_frame;
-                }
+                EventKind::Snapshot if !emitted => self.frames_emitted = sim.next_frame,
                 EventKind::Penalty => {
-                    sim.processed += sim.fire_contact(id, kind, t)? as u64;
                     if let Some(log) = sim.contact.as_mut().and_then(Contact::speculative_log) {
                         self.history.record(&sim.model.state, &log.kicked);
                     }
                 }
-                EventKind::Certificate | EventKind::BroadPhase => {
-                    return Err(RunError::Internal {
-                        time: t,
-                        event: id.0,
-                        message: format!("a {kind:?} event in a speculative window"),
-                    });
-                }
+                _ => {}
             }
-            sim.note_queue_size();
-            processed = Some(Processed {
-                time: t,
-                kind,
-                payload,
-            });
-            if sim.stop_requested() {
-                sim.stats.run.interrupted = true;
-                return Err(RunError::Interrupted { time: t });
-            }
+            processed = Some(event);
         }
         if let Err(v) = self.history.seal(&sim.model.state, end) {
             return Err(RunError::Internal {
@@ -501,7 +483,7 @@ impl Speculative {
     }
 
     /// Records the velocity changes of a tick of force `index`.
-    fn record_force(&mut self, sim: &Simulation, index: usize) {
+    fn record_force(&mut self, sim: &EventLoop, index: usize) {
         match sim.model.force_vertices(index) {
             Some(vertices) => self.history.record(&sim.model.state, vertices),
             None => self.history.record_all(&sim.model.state),
@@ -514,7 +496,7 @@ impl Speculative {
     /// thickness before, so the ticks the layers would have had applied nothing.
     fn switch_on_at_stop(
         &mut self,
-        sim: &mut Simulation,
+        sim: &mut EventLoop,
         found: Vec<Violation>,
         (t, end): (f64, bool),
         next: &mut usize,
@@ -551,7 +533,7 @@ impl Speculative {
 
     /// Switches on the next pending layer (`pending[next]`), which must not be due before the
     /// run's time: its pair's positions then are gone.
-    fn switch_on_next(&mut self, sim: &mut Simulation, next: &mut usize) -> Result<(), RunError> {
+    fn switch_on_next(&mut self, sim: &mut EventLoop, next: &mut usize) -> Result<(), RunError> {
         let contact = sim.contact.as_mut().expect("contact is on");
         let p = self.pending[*next];
         if p.switch_on < sim.time {
@@ -577,7 +559,7 @@ impl Speculative {
     /// the first time found, in pair order, and whether the run stands. A `whole` check finds
     /// the candidate pairs first, and with the audit on, a whole check whose run stands is
     /// audited; otherwise the last check's candidates are looked at again.
-    fn detect(&mut self, sim: &mut Simulation, whole: bool) -> Result<Detection, RunError> {
+    fn detect(&mut self, sim: &mut EventLoop, whole: bool) -> Result<Detection, RunError> {
         let _zone = zone!("retrospective");
         let contact = sim.contact.as_mut().expect("contact is on");
         let schedule = *contact.schedule();

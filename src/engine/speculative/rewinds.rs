@@ -8,7 +8,8 @@
 
 use super::checkpoint::Checkpoint;
 use super::history::History;
-use crate::engine::{Processed, Simulation};
+use crate::engine::event_loop::EventLoop;
+use crate::engine::Processed;
 
 /// Marks per window, the first at its start.
 const MARKS: usize = 8;
@@ -61,7 +62,7 @@ impl Rewinds {
     /// has processed everything before it).
     pub(super) fn save(
         &mut self,
-        sim: &Simulation,
+        sim: &EventLoop,
         history: &mut History,
         processed: Option<Processed>,
     ) {
@@ -77,7 +78,7 @@ impl Rewinds {
     pub(super) fn restore_before(
         &mut self,
         t: f64,
-        sim: &mut Simulation,
+        sim: &mut EventLoop,
         history: &mut History,
     ) -> (f64, Option<Processed>) {
         let j = self.marks[..self.valid].partition_point(|&m| m <= t).max(1) - 1;
