@@ -2,14 +2,14 @@
 //! object-object and self contact are found by the same traversal.
 //!
 //! Built top down and deterministically: the leaves' centroids are split at the median
-//! along the longest axis of their bounds (ties broken by leaf id) until at most [`BUCKET`]
+//! along the longest axis of their bounds (ties broken by leaf id) until at most `BUCKET`
 //! leaves remain that are connected through shared vertices; those form one leaf node (a
 //! *bucket*), whose volume bounds them all. Leaves of different objects, or of two layers of
 //! one folded sheet, never share a bucket: a bucket's self pair stays open for good, so it must
 //! hold only neighbours that are close anyway. Between
 //! builds only the volumes are refitted, bottom up, from the leaves' reference trajectories (see
 //! [`super::leaves`]); the separation list builds a new hierarchy when refits have let it grow
-//! loose ([`Bvh::spread`]).
+//! loose (`Bvh::spread`).
 //!
 //! Buckets keep the separation list small: a fine mesh's neighbouring triangles always overlap,
 //! so with one triangle per leaf node every vertex kept about 42 node pairs open or pending; a
@@ -36,7 +36,7 @@ const PAR_PLACE: usize = 2048;
 const PLACE_SUBTREES: usize = 64;
 
 /// Most leaves per leaf node (see the module docs).
-pub const BUCKET: usize = super::leaves::MAX_GROUP;
+pub(crate) const BUCKET: usize = super::leaves::MAX_GROUP;
 
 /// Tags the second child slot of a leaf node, whose slots hold the range of its leaves in
 /// `Bvh::order`.
@@ -53,7 +53,7 @@ pub struct Bvh<V> {
     /// Parent of each node (`NONE` for the root).
     parent: Vec<u32>,
     /// Volume of each node, valid from its last fit to the horizon's end.
-    pub vol: Vec<V>,
+    pub(crate) vol: Vec<V>,
     /// Leaf id -> its leaf node.
     leaf_node: Vec<u32>,
 }
@@ -141,32 +141,32 @@ impl<V: Volume> Bvh<V> {
 
     /// The leaves held by node `n`, if it is a leaf node (a bucket).
     #[inline]
-    pub fn bucket(&self, n: u32) -> Option<&[u32]> {
+    pub(crate) fn bucket(&self, n: u32) -> Option<&[u32]> {
         let [a, b] = self.child[n as usize];
         (b & LEAF_NODE != 0).then(|| &self.order[a as usize..(b & !LEAF_NODE) as usize])
     }
 
     /// The children of internal node `n`.
     #[inline]
-    pub fn children(&self, n: u32) -> [u32; 2] {
+    pub(crate) fn children(&self, n: u32) -> [u32; 2] {
         self.child[n as usize]
     }
 
     /// The parent of node `n` (`NONE` for the root).
     #[inline]
-    pub fn parent(&self, n: u32) -> u32 {
+    pub(crate) fn parent(&self, n: u32) -> u32 {
         self.parent[n as usize]
     }
 
     /// The leaf node holding leaf `l`.
     #[inline]
-    pub fn leaf_node(&self, l: u32) -> u32 {
+    pub(crate) fn leaf_node(&self, l: u32) -> u32 {
         self.leaf_node[l as usize]
     }
 
     /// Fits a volume to the reference trajectories of `ls`' vertices on `[t, t_end]`, grown by
     /// `pad`.
-    pub fn fit_leaves(
+    pub(crate) fn fit_leaves(
         leaves: &Leaves,
         refs: &References,
         ls: &[u32],
@@ -183,7 +183,7 @@ impl<V: Volume> Bvh<V> {
     }
 
     /// Fits leaf node `n`'s volume from its leaves (see [`fit_leaves`](Self::fit_leaves)).
-    pub fn fit_bucket(
+    pub(crate) fn fit_bucket(
         &self,
         leaves: &Leaves,
         refs: &References,
@@ -208,9 +208,9 @@ impl<V: Volume> Bvh<V> {
     }
 
     /// Refits every volume on `[t, t_end]`, bottom up, each internal node grown by `grow` (see
-    /// [`place_bucket`](Self::place_bucket)): the subtrees below the top levels in parallel,
-    /// each in one reverse sweep over its ids (pre-order keeps a subtree's ids contiguous),
-    /// then the few nodes above them. Every volume is computed from the same children whatever
+    /// `place_bucket`): the subtrees below the top levels in parallel, each in one reverse
+    /// sweep over its ids (pre-order keeps a subtree's ids contiguous), then the few nodes
+    /// above them. Every volume is computed from the same children whatever
     /// the order, so the result does not depend on the number of threads.
     pub fn refit_all(
         &mut self,
@@ -292,7 +292,7 @@ impl<V: Volume> Bvh<V> {
     /// calls `changed` for every ancestor whose volume changed, nearest first. Internal nodes
     /// are grown by `grow` when refitted, so that the next small change of a child stays inside
     /// and costs no re-timing above it.
-    pub fn place_bucket(
+    pub(crate) fn place_bucket(
         &mut self,
         mut n: u32,
         vol: V,
@@ -302,7 +302,7 @@ impl<V: Volume> Bvh<V> {
     ) {
         self.vol[n as usize] = vol;
         loop {
-            let p = self.parent[n as usize];
+            let p = self.parent(n);
             if p == NONE || self.vol[p as usize].contains(&self.vol[n as usize], t, t_end) {
                 return;
             }
@@ -323,7 +323,7 @@ impl<V: Volume> Bvh<V> {
     /// root, the root's volume then; the top levels then replay those roots in the buckets'
     /// order. A walk leaves a subtree only through its root, so the top sees every root's
     /// volume change in the order one pass makes them.
-    pub fn place_buckets(
+    pub(crate) fn place_buckets(
         &mut self,
         buckets: &[u32],
         vols: &[V],
@@ -408,7 +408,7 @@ impl<V: Volume> Bvh<V> {
 
     /// The summed [`Volume::size`] of the internal nodes: it grows as leaves that were built
     /// into one subtree drift apart (particles scattering), which a refit cannot undo.
-    pub fn spread(&self) -> f64 {
+    pub(crate) fn spread(&self) -> f64 {
         (0..self.child.len())
             .filter(|&n| self.bucket(n as u32).is_none())
             .map(|n| self.vol[n].size())
@@ -416,7 +416,7 @@ impl<V: Volume> Bvh<V> {
     }
 
     /// Heap bytes held.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.child.capacity() * 8
             + (self.parent.capacity() + self.order.capacity()) * 4
             + self.vol.capacity() * std::mem::size_of::<V>()
@@ -424,7 +424,7 @@ impl<V: Volume> Bvh<V> {
     }
 
     /// Checks that every internal node contains its children at `t` (for `--audit`).
-    pub fn validate(&self, t: f64, t_end: f64) -> Result<(), String> {
+    pub(crate) fn validate(&self, t: f64, t_end: f64) -> Result<(), String> {
         for n in 0..self.child.len() {
             let [a, b] = self.child[n];
             if b & LEAF_NODE != 0 {

@@ -11,7 +11,7 @@
 //! Two volumes of one kind overlap during one interval of time (the overlap set of two convex
 //! volumes moving linearly is convex in time), returned by [`Volume::overlap_interval`]. It is
 //! conservative: it contains every instant at which the exact volumes overlap, widened by a
-//! relative tolerance of [`TOLERANCE`] that covers the `f64` rounding of the computation.
+//! relative tolerance of `TOLERANCE` that covers the `f64` rounding of the computation.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -55,7 +55,7 @@ impl AxisHint {
     }
 
     /// Turns promotion on or off.
-    pub fn set_adaptive(&mut self, on: bool) {
+    pub(crate) fn set_adaptive(&mut self, on: bool) {
         self.adaptive = on;
     }
 
@@ -85,7 +85,7 @@ impl AxisHint {
 }
 
 /// The fixed axis order `0, 1, 2, ...`, for tests without a hint of their own.
-pub static FIXED_AXES: AxisHint = AxisHint::new(false);
+pub(crate) static FIXED_AXES: AxisHint = AxisHint::new(false);
 
 /// The `k`-th axis to try, starting from `first`, of `axes`.
 #[inline]
@@ -100,13 +100,13 @@ fn rotated(first: usize, k: usize, axes: usize) -> usize {
 
 /// Relative tolerance of overlap tests: extents closer than this (relative to their magnitude)
 /// count as overlapping, which covers the rounding of every `f64` computation below.
-pub const TOLERANCE: f64 = 1e-10;
+pub(crate) const TOLERANCE: f64 = 1e-10;
 
 /// A time span shorter than this fraction of `1 + |t_end|` is treated as an instant: the volume
 /// is then constant (the hull of both ends), avoiding huge rates from tiny divisions. It is the
 /// kinetic broad phases' time resolution, which bounds the speeds a scene may start with
 /// (`Scene::validate`).
-pub const INSTANT: f64 = 1e-9;
+pub(crate) const INSTANT: f64 = 1e-9;
 
 /// A bounding volume whose extent moves linearly in time (see the module docs).
 pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
@@ -145,7 +145,7 @@ pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
         hint: &AxisHint,
     ) -> Option<(f64, f64)>;
 
-    /// Two axes on which [`AxisExtent::apart_grown`] settles most
+    /// Two axes on which `AxisExtent::apart_grown` settles most
     /// [`paths_meet`](Self::paths_meet) tests before the whole one, for k-DOPs the last two that
     /// `hint` promoted (`None`: no such axes). Whatever is apart on one of them, `paths_meet`
     /// finds apart.
@@ -161,7 +161,7 @@ pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
 
     /// How big the volume is at the horizon's end: the sum of its slab widths (k-DOPs) or its
     /// diameter (spheres). Summed over a hierarchy's nodes, it measures how loose the
-    /// hierarchy has become ([`super::bvh::Bvh::spread`]).
+    /// hierarchy has become (`Bvh::spread`).
     fn size(&self) -> f64;
 
     /// Whether the union of the reference paths `a`, grown by `pad`, may overlap the union of
@@ -195,15 +195,15 @@ pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Path {
     /// Position at the horizon's end.
-    pub end: DVec3,
+    pub(crate) end: DVec3,
     /// Velocity.
-    pub vel: Vec3,
+    pub(crate) vel: Vec3,
 }
 
 impl Path {
     /// The path through `end` at `t_end` with velocity `vel` (rounded to `f32`).
     #[inline]
-    pub fn new(end: DVec3, vel: DVec3) -> Self {
+    pub(crate) fn new(end: DVec3, vel: DVec3) -> Self {
         Self {
             end,
             vel: vel.as_vec3(),
@@ -212,7 +212,7 @@ impl Path {
 
     /// The point at time `s` of a horizon ending at `t_end`.
     #[inline]
-    pub fn at(&self, s: f64, t_end: f64) -> DVec3 {
+    pub(crate) fn at(&self, s: f64, t_end: f64) -> DVec3 {
         self.end + (s - t_end) * self.vel.as_dvec3()
     }
 }
@@ -221,7 +221,7 @@ impl Path {
 /// upper projections at `t` and at `t_end`. Each path's projection is linear in time, so the
 /// union's lower bound is concave and its upper bound convex between the two ends.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct AxisExtent {
+pub(crate) struct AxisExtent {
     lo0: f64,
     lo1: f64,
     hi0: f64,
@@ -230,7 +230,7 @@ pub struct AxisExtent {
 
 impl AxisExtent {
     /// The extent of no path (the unit of [`union`](Self::union)).
-    pub const EMPTY: Self = Self {
+    pub(crate) const EMPTY: Self = Self {
         lo0: f64::INFINITY,
         lo1: f64::INFINITY,
         hi0: f64::NEG_INFINITY,
@@ -239,7 +239,7 @@ impl AxisExtent {
 
     /// The union of the extents of `paths` on axis `d`, with `u = t - t_end`.
     #[inline]
-    pub fn of_paths(paths: &[&Path], d: DVec3, u: f64) -> Self {
+    pub(crate) fn of_paths(paths: &[&Path], d: DVec3, u: f64) -> Self {
         (paths.iter()).fold(Self::EMPTY, |e, p| {
             let x1 = d.dot(p.end);
             let x0 = x1 + u * d.dot(p.vel.as_dvec3());
@@ -254,7 +254,7 @@ impl AxisExtent {
 
     /// The extent of both unions: the same bits as [`of_paths`](Self::of_paths) of both lists.
     #[inline]
-    pub fn union(&self, other: &Self) -> Self {
+    pub(crate) fn union(&self, other: &Self) -> Self {
         Self {
             lo0: self.lo0.min(other.lo0),
             lo1: self.lo1.min(other.lo1),
@@ -269,20 +269,20 @@ impl AxisExtent {
     /// at least that of [`Volume::paths_meet`]'s test on this axis and rounding is monotonic, so
     /// whatever this finds apart, `paths_meet` finds apart too.
     #[inline]
-    pub fn apart_grown(&self, other: &Self, growth: f64) -> bool {
+    pub(crate) fn apart_grown(&self, other: &Self, growth: f64) -> bool {
         Self::gaps_apart(&self.gaps_grown(other, growth))
     }
 
     /// The largest magnitude of the extent's ends.
     #[inline]
-    pub fn magnitude(&self) -> f64 {
+    pub(crate) fn magnitude(&self) -> f64 {
         (self.lo0.abs().max(self.lo1.abs())).max(self.hi0.abs().max(self.hi1.abs()))
     }
 
     /// How much a gap between two unions grown by `pad` grows, at coordinates of magnitude up
     /// to `bound`: both pads and the rounding tolerance.
     #[inline]
-    pub fn growth(pad: f64, bound: f64) -> f64 {
+    pub(crate) fn growth(pad: f64, bound: f64) -> f64 {
         2.0 * pad + TOLERANCE * (1.0 + pad + bound)
     }
 
@@ -446,13 +446,13 @@ fn axis(j: usize) -> DVec3 {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Dop<const A: usize> {
     /// Lower extent along each axis at `t_end`.
-    pub lo: [f32; A],
+    pub(crate) lo: [f32; A],
     /// Upper extent along each axis at `t_end`.
-    pub hi: [f32; A],
+    pub(crate) hi: [f32; A],
     /// Rate of change of `lo`.
-    pub vlo: [f32; A],
+    pub(crate) vlo: [f32; A],
     /// Rate of change of `hi`.
-    pub vhi: [f32; A],
+    pub(crate) vhi: [f32; A],
 }
 
 /// Axis-aligned bounding box (6-DOP).
@@ -464,7 +464,7 @@ pub type Dop26 = Dop<13>;
 
 impl<const A: usize> Dop<A> {
     /// Every extent and rate zero: the start of a volume filled in axis by axis.
-    pub const ZERO: Self = Dop {
+    pub(crate) const ZERO: Self = Dop {
         lo: [0.0; A],
         hi: [0.0; A],
         vlo: [0.0; A],
@@ -473,8 +473,10 @@ impl<const A: usize> Dop<A> {
 
     /// The volume, moving linearly over `[times[0], times[last]]`, that holds the
     /// piecewise-linear path through `points` at `times` (ascending, at least one) grown by
-    /// `pad` ([`PathFit`]).
-    pub fn fit_path(times: &[f64], points: &[DVec3], pad: f64) -> Self {
+    /// `pad` ([`PathFit`]). Only the tests fit a whole path at once; the engine feeds a
+    /// [`PathFit`] point by point.
+    #[cfg(test)]
+    pub(crate) fn fit_path(times: &[f64], points: &[DVec3], pad: f64) -> Self {
         let last = times.len() - 1;
         let mut fit = PathFit::new((times[0], times[last]), points[0], points[last]);
         for (&s, &p) in times.iter().zip(points) {
@@ -504,7 +506,7 @@ impl<const A: usize> Dop<A> {
 
     /// A volume containing every `vols[i]`, `i` in `ids` (at least one), on `[t, t_end]`:
     /// their [`Volume::union`], made once rather than pair by pair.
-    pub fn union_all(vols: &[Self], ids: &[u32], t: f64, t_end: f64) -> Self {
+    pub(crate) fn union_all(vols: &[Self], ids: &[u32], t: f64, t_end: f64) -> Self {
         let mut out = Self::ZERO;
         for j in 0..A {
             let (lo0, lo1, hi0, hi1) = Self::extremes(vols, ids, j, t, t_end);
@@ -516,7 +518,7 @@ impl<const A: usize> Dop<A> {
 
     /// The slab `[lo, hi]` along axis `j` at time `s`, for a horizon ending at `t_end`.
     #[inline]
-    pub fn slab(&self, j: usize, s: f64, t_end: f64) -> (f64, f64) {
+    pub(crate) fn slab(&self, j: usize, s: f64, t_end: f64) -> (f64, f64) {
         let u = s - t_end;
         (
             at(self.lo[j], self.vlo[j], u),
@@ -531,7 +533,7 @@ impl<const A: usize> Dop<A> {
 /// so their difference is extreme at one of them, and the volume holds the whole path. On an
 /// instant the chord is flat.
 #[derive(Clone, Copy, Debug)]
-pub struct PathFit<const A: usize> {
+pub(crate) struct PathFit<const A: usize> {
     t: f64,
     t_end: f64,
     /// The chord's value at `t` and its rate, per axis.
@@ -544,7 +546,7 @@ pub struct PathFit<const A: usize> {
 
 impl<const A: usize> PathFit<A> {
     /// The fit of a path over `[t, t_end]` from `first` (at `t`) to `last` (at `t_end`).
-    pub fn new((t, t_end): (f64, f64), first: DVec3, last: DVec3) -> Self {
+    pub(crate) fn new((t, t_end): (f64, f64), first: DVec3, last: DVec3) -> Self {
         let mut fit = PathFit {
             t,
             t_end,
@@ -566,7 +568,7 @@ impl<const A: usize> PathFit<A> {
 
     /// Adds the path's point `p` at time `s`.
     #[inline]
-    pub fn add(&mut self, s: f64, p: DVec3) {
+    pub(crate) fn add(&mut self, s: f64, p: DVec3) {
         for j in 0..A {
             let e = axis(j).dot(p) - (self.q0[j] + self.rate[j] * (s - self.t));
             self.below[j] = self.below[j].min(e);
@@ -575,7 +577,7 @@ impl<const A: usize> PathFit<A> {
     }
 
     /// The volume holding every point added and the path between them, grown by `pad`.
-    pub fn volume(&self, pad: f64) -> Dop<A> {
+    pub(crate) fn volume(&self, pad: f64) -> Dop<A> {
         let (t, t_end) = (self.t, self.t_end);
         let mut out = Dop::ZERO;
         for j in 0..A {
@@ -779,17 +781,17 @@ impl<const A: usize> Volume for Dop<A> {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sphere {
     /// Centre at `t_end`.
-    pub centre: [f32; 3],
+    pub(crate) centre: [f32; 3],
     /// Velocity of the centre.
-    pub velocity: [f32; 3],
+    pub(crate) velocity: [f32; 3],
     /// Radius.
-    pub radius: f32,
+    pub(crate) radius: f32,
 }
 
 impl Sphere {
     /// The centre at `s`.
     #[inline]
-    pub fn centre_at(&self, s: f64, t_end: f64) -> DVec3 {
+    pub(crate) fn centre_at(&self, s: f64, t_end: f64) -> DVec3 {
         let c = DVec3::new(
             self.centre[0] as f64,
             self.centre[1] as f64,

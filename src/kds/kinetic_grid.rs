@@ -64,7 +64,7 @@ pub struct GridStats {
 
 /// The kinetic grid (see the module docs).
 #[derive(Debug)]
-pub struct KineticGrid {
+pub(crate) struct KineticGrid {
     leaves: Leaves,
     refs: References,
     /// Leaf boxes, valid from their last fit to the horizon's end.
@@ -88,7 +88,7 @@ pub struct KineticGrid {
 impl KineticGrid {
     /// A kinetic grid over these leaves (see [`super::separation_list::SeparationList::new`]
     /// for `eta1` and `slack`).
-    pub fn new(leaves: Leaves, state: &VertexState, eta1: f64, slack: f64) -> Self {
+    pub(crate) fn new(leaves: Leaves, state: &VertexState, eta1: f64, slack: f64) -> Self {
         let n = leaves.len();
         Self {
             refs: References::new(state.len()),
@@ -110,27 +110,27 @@ impl KineticGrid {
     }
 
     /// The leaves and their topology.
-    pub fn leaves(&self) -> &Leaves {
+    pub(crate) fn leaves(&self) -> &Leaves {
         &self.leaves
     }
 
     /// Counters.
-    pub fn stats(&self) -> &GridStats {
+    pub(crate) fn stats(&self) -> &GridStats {
         &self.stats
     }
 
     /// Leaf boxes refitted so far after vertices strayed.
-    pub fn leaf_refits(&self) -> u64 {
+    pub(crate) fn leaf_refits(&self) -> u64 {
         self.stats.leaf_refits
     }
 
     /// Certificates queued now.
-    pub fn certificates(&self) -> usize {
+    pub(crate) fn certificates(&self) -> usize {
         self.queue.len()
     }
 
     /// Heap bytes held, roughly (hash tables counted at their entry size).
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         let cells: usize = self.grid.values().map(|v| v.capacity() * 4 + 40).sum();
         self.refs.bytes()
             + self.boxes.capacity() * std::mem::size_of::<Aabb>()
@@ -141,7 +141,7 @@ impl KineticGrid {
     }
 
     /// The time of the next certificate failure (`now` while taken-back pairs wait).
-    pub fn next_failure_time(&self) -> f64 {
+    pub(crate) fn next_failure_time(&self) -> f64 {
         if !self.lost.is_empty() {
             return self.now;
         }
@@ -153,7 +153,7 @@ impl KineticGrid {
     }
 
     /// Starts a new horizon `[t, t_end]`: refits every leaf box and updates every leaf's cells.
-    pub fn rebuild(
+    pub(crate) fn rebuild(
         &mut self,
         state: &VertexState,
         t: f64,
@@ -207,7 +207,7 @@ impl KineticGrid {
 
     /// After the velocities of `vertices` changed at `t`: refits the leaves of the vertices that
     /// left their reference paths and updates their cells.
-    pub fn update(
+    pub(crate) fn update(
         &mut self,
         state: &VertexState,
         t: f64,
@@ -237,7 +237,7 @@ impl KineticGrid {
     }
 
     /// Processes every certificate due at or before `t`.
-    pub fn advance(
+    pub(crate) fn advance(
         &mut self,
         t: f64,
         found: &mut impl FnMut(PairKey),
@@ -291,7 +291,7 @@ impl KineticGrid {
 
     /// Whether some pair of leaves sharing a cell holds `key` among its feature pairs and the
     /// pair's primitives may come within `eta1` before the horizon's end.
-    pub fn overlaps(&self, key: PairKey) -> bool {
+    pub(crate) fn overlaps(&self, key: PairKey) -> bool {
         if !self.near(key) {
             return false;
         }
@@ -311,7 +311,7 @@ impl KineticGrid {
     /// The audit, at `t` (it holds between a kick and the update that follows it): every vertex
     /// is near its reference and inside its leaves' boxes, and every leaf is registered in
     /// every cell its box covers.
-    pub fn audit(&self, state: &VertexState, t: f64) -> Result<(), String> {
+    pub(crate) fn audit(&self, state: &VertexState, t: f64) -> Result<(), String> {
         let t_end = self.t_end;
         for v in 0..state.len() as u32 {
             let p = state.position_at(v as usize, t);

@@ -31,16 +31,16 @@ pub(crate) const NONE: u32 = u32::MAX;
 #[derive(Debug)]
 pub struct Leaves {
     /// Global edge list (vertex pairs).
-    pub edges: Vec<[u32; 2]>,
+    pub(crate) edges: Vec<[u32; 2]>,
     /// Global triangle list.
-    pub triangles: TriangleList,
+    pub(crate) triangles: TriangleList,
     /// The vertices of each leaf that is no triangle (leaf `triangles.len() + i` is entry `i`),
     /// `NONE`-padded; a triangle's leaf reads its vertices from `triangles`.
     loose: Vec<[u32; 3]>,
     /// Each leaf's edges (ids into `edges`), `NONE`-padded.
     leaf_edges: Vec<[u32; 3]>,
     /// Vertex -> the leaves holding it.
-    pub vertex_leaves: Csr,
+    pub(crate) vertex_leaves: Csr,
     /// Per leaf, which of its vertex slots (bits 0 to 2) and edge slots (bits 3 to 5) it owns:
     /// each vertex and edge is owned by the first leaf holding it.
     owned: Vec<u8>,
@@ -173,7 +173,7 @@ impl Leaves {
 
     /// The vertices of leaf `l`.
     #[inline]
-    pub fn verts(&self, l: u32) -> impl Iterator<Item = u32> {
+    pub(crate) fn verts(&self, l: u32) -> impl Iterator<Item = u32> {
         self.vertex_slots(l).into_iter().filter(|&v| v != NONE)
     }
 
@@ -191,12 +191,12 @@ impl Leaves {
 
     /// The leaves holding vertex `v`.
     #[inline]
-    pub fn of_vertex(&self, v: u32) -> &[u32] {
+    pub(crate) fn of_vertex(&self, v: u32) -> &[u32] {
         self.vertex_leaves.row(v as usize)
     }
 
     /// Calls `found` for every VT and EE pair of leaves `a` and `b` sharing no vertex.
-    pub fn features(&self, a: u32, b: u32, found: &mut impl FnMut(PairKey)) {
+    pub(crate) fn features(&self, a: u32, b: u32, found: &mut impl FnMut(PairKey)) {
         if a == b {
             return;
         }
@@ -228,7 +228,7 @@ impl Leaves {
     /// its own leaf's). Over every pair of leaves this is every feature pair once, where
     /// [`features`](Self::features) repeats a pair for every leaf that holds its vertex or edges;
     /// a leaf's volume holds its vertices, so two volumes that miss cover no missed pair.
-    pub fn owned_features(&self, a: u32, b: u32, found: &mut impl FnMut(PairKey)) {
+    pub(crate) fn owned_features(&self, a: u32, b: u32, found: &mut impl FnMut(PairKey)) {
         if a == b {
             return;
         }
@@ -269,8 +269,8 @@ impl Leaves {
 
     /// Calls `found` for every VT and EE pair sharing no vertex between a primitive of the
     /// leaves `a` and one of the leaves `b`, or, for `b = None`, between two primitives of the
-    /// leaves `a`: the union of [`features`](Self::features) over those leaf pairs, with the
-    /// repeats of shared vertices and edges left out. At most [`MAX_GROUP`] leaves a side.
+    /// leaves `a`: the union of `features` over those leaf pairs, with the
+    /// repeats of shared vertices and edges left out. At most `MAX_GROUP` leaves a side.
     pub fn group_features(&self, a: &[u32], b: Option<&[u32]>, found: &mut impl FnMut(PairKey)) {
         let every = |_| true;
         let ga = Group::of(self, a, &every);
@@ -323,7 +323,7 @@ impl Leaves {
     }
 
     /// The four vertices of `key`.
-    pub fn key_vertices(&self, key: PairKey) -> [u32; 4] {
+    pub(crate) fn key_vertices(&self, key: PairKey) -> [u32; 4] {
         match key {
             PairKey::VertexTriangle(v, t) => {
                 let [a, b, c] = self.triangles[t as usize];
@@ -337,7 +337,7 @@ impl Leaves {
     }
 
     /// Whether `key` is one of the feature pairs of leaves `a` and `b`.
-    pub fn covers(&self, a: u32, b: u32, key: PairKey) -> bool {
+    pub(crate) fn covers(&self, a: u32, b: u32, key: PairKey) -> bool {
         let holds_edge = |l: u32, e: u32| self.leaf_edges[l as usize].contains(&e);
         let holds_vertex = |l: u32, v: u32| self.vertex_slots(l).contains(&v);
         match key {
@@ -353,7 +353,7 @@ impl Leaves {
     /// Leaves whose feature pairs may include `key`, paired with the leaves to look for: for a
     /// VT pair the vertex's leaves against the triangle's leaf, for an EE pair the first edge's
     /// leaves against the second's.
-    pub fn sides(
+    pub(crate) fn sides(
         &self,
         key: PairKey,
     ) -> (
@@ -395,7 +395,7 @@ impl Leaves {
 }
 
 /// Most leaves in a group (see [`Leaves::group_features`]).
-pub const MAX_GROUP: usize = 4;
+pub(crate) const MAX_GROUP: usize = 4;
 
 /// The distinct vertices, edges and triangles of a few leaves, on the stack.
 struct Group {
@@ -645,13 +645,13 @@ impl References {
 
     /// The reference position of vertex `v` at `s`.
     #[inline]
-    pub fn at(&self, v: u32, s: f64, t_end: f64) -> DVec3 {
+    pub(crate) fn at(&self, v: u32, s: f64, t_end: f64) -> DVec3 {
         self.paths[v as usize].at(s, t_end)
     }
 
     /// Makes vertex `v`'s current trajectory its reference.
     #[inline]
-    pub fn reset(&mut self, v: u32, state: &VertexState, t_end: f64) {
+    pub(crate) fn reset(&mut self, v: u32, state: &VertexState, t_end: f64) {
         self.paths[v as usize] = Self::current(state, v as usize, t_end);
     }
 
@@ -756,14 +756,21 @@ impl References {
 
     /// Whether vertex `v` stays within `slack` of its reference from `t` to `t_end`.
     #[inline]
-    pub fn follows(&self, v: u32, state: &VertexState, t: f64, t_end: f64, slack: f64) -> bool {
+    pub(crate) fn follows(
+        &self,
+        v: u32,
+        state: &VertexState,
+        t: f64,
+        t_end: f64,
+        slack: f64,
+    ) -> bool {
         let i = v as usize;
         (state.position_at(i, t) - self.at(v, t, t_end)).length_squared() <= slack * slack
             && (state.position_at(i, t_end) - self.paths[i].end).length_squared() <= slack * slack
     }
 
     /// Appends the reference points of leaf `l` at `t` and at `t_end` to `p0` and `p1`.
-    pub fn leaf_points(
+    pub(crate) fn leaf_points(
         &self,
         leaves: &Leaves,
         l: u32,
@@ -779,7 +786,7 @@ impl References {
     }
 
     /// Heap bytes held.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.paths.capacity() * std::mem::size_of::<Path>()
     }
 }

@@ -1,26 +1,29 @@
 //! Kinetic data structures (thesis §5.3, DESIGN §6).
 //!
 //! - [`slab`]: kinetic separation slabs, the narrow-phase certificate of a VT or EE pair.
-//! - [`swept_boxes`]: the interim broad phase (swept boxes on a hash grid), kept for comparison.
+//! - `swept_boxes`: the interim broad phase (swept boxes on a hash grid), kept for comparison.
 //! - [`kdop`]: k-DOPs and spheres moving linearly in time, and their overlap intervals.
 //! - [`leaves`]: the leaf primitives, their feature pairs and reference trajectories.
 //! - [`bvh`]: one hierarchy over every leaf of every object.
-//! - [`kinetic_grid`]: the kinetic Eulerian grid of thesis §7.3, an alternative broad phase.
-//! - [`separation_list`]: the kinetic separation list over a [`bvh::Bvh`].
+//! - `kinetic_grid`: the kinetic Eulerian grid of thesis §7.3, an alternative broad phase.
+//! - `separation_list`: the kinetic separation list over a [`bvh::Bvh`].
 
 pub mod bvh;
 pub mod kdop;
-pub mod kinetic_grid;
+mod kinetic_grid;
 pub mod leaves;
-pub mod separation_list;
+mod separation_list;
 pub mod slab;
-pub mod swept_boxes;
+mod swept_boxes;
+
+pub use kinetic_grid::GridStats;
+pub use separation_list::ListStats;
 
 use crate::penalty::PairKey;
 use kdop::{Aabb, Dop18, Dop26, Sphere};
-use kinetic_grid::{GridStats, KineticGrid};
+use kinetic_grid::KineticGrid;
 use leaves::Leaves;
-use separation_list::{ListStats, SeparationList};
+use separation_list::SeparationList;
 use swept_boxes::SweptBoxes;
 
 use crate::mesh::TriangleList;
@@ -135,7 +138,7 @@ pub struct BroadPhaseStats {
 /// earlier of the horizon's end and the next kinetic certificate failure. Each reports candidate
 /// pairs through `found` (and the kinetic kinds pairs taken back through `lost`).
 #[derive(Debug)]
-pub struct BroadPhase {
+pub(crate) struct BroadPhase {
     kind: BroadPhaseKind,
     inner: Inner,
     window_end: f64,
@@ -173,7 +176,7 @@ macro_rules! dispatch {
 impl BroadPhase {
     /// A broad phase of kind `kind` over these primitives of the vertices in `state`; `eta1` is
     /// the first penalty layer's thickness.
-    pub fn new(
+    pub(crate) fn new(
         kind: BroadPhaseKind,
         edges: Vec<[u32; 2]>,
         triangles: TriangleList,
@@ -238,7 +241,7 @@ impl BroadPhase {
     /// Turns adaptive k-DOP axis ordering on or off (`speed.axis_ordering`): the kinetic
     /// separation lists try the axis that separated last first. It changes only the cost of
     /// their tests, never an answer.
-    pub fn set_adaptive_axes(&mut self, on: bool) {
+    pub(crate) fn set_adaptive_axes(&mut self, on: bool) {
         match &mut self.inner {
             Inner::Aabb(l) => l.set_adaptive_axes(on),
             Inner::Dop18(l) => l.set_adaptive_axes(on),
@@ -249,22 +252,22 @@ impl BroadPhase {
     }
 
     /// The end of the current horizon (window).
-    pub fn window_end(&self) -> f64 {
+    pub(crate) fn window_end(&self) -> f64 {
         self.window_end
     }
 
     /// Global edge list.
-    pub fn edges(&self) -> &[[u32; 2]] {
+    pub(crate) fn edges(&self) -> &[[u32; 2]] {
         dispatch!(&self.inner, l => &l.leaves().edges, s => s.edges())
     }
 
     /// Global triangle list.
-    pub fn triangles(&self) -> &[[u32; 3]] {
+    pub(crate) fn triangles(&self) -> &[[u32; 3]] {
         dispatch!(&self.inner, l => &l.leaves().triangles, s => s.triangles())
     }
 
     /// Starts a new horizon `[t, window_end]`.
-    pub fn rebuild(
+    pub(crate) fn rebuild(
         &mut self,
         state: &VertexState,
         t: f64,
@@ -294,7 +297,7 @@ impl BroadPhase {
     }
 
     /// After the velocities of `vertices` changed at `t`.
-    pub fn update(
+    pub(crate) fn update(
         &mut self,
         state: &VertexState,
         t: f64,
@@ -309,7 +312,7 @@ impl BroadPhase {
     /// At an all-vertex event at `t`: the kinetic separation lists compute no certificate past
     /// `stop`, the next all-vertex event, and re-time the pairs they cut short at this one
     /// ([`SeparationList::short_circuit`]; `speed.short_circuit`). Other kinds ignore it.
-    pub fn short_circuit(&mut self, t: f64, stop: f64) {
+    pub(crate) fn short_circuit(&mut self, t: f64, stop: f64) {
         match &mut self.inner {
             Inner::Aabb(l) => l.short_circuit(t, stop),
             Inner::Dop18(l) => l.short_circuit(t, stop),
@@ -321,13 +324,13 @@ impl BroadPhase {
 
     /// When the broad phase next needs [`advance`](Self::advance) (or, at the horizon's end,
     /// [`rebuild`](Self::rebuild)).
-    pub fn next_time(&self) -> f64 {
+    pub(crate) fn next_time(&self) -> f64 {
         let next = dispatch!(&self.inner, l => l.next_failure_time(), _s => f64::INFINITY);
         next.min(self.window_end)
     }
 
     /// Processes the kinetic certificates due at `t`.
-    pub fn advance(
+    pub(crate) fn advance(
         &mut self,
         t: f64,
         found: &mut impl FnMut(PairKey),
@@ -337,17 +340,17 @@ impl BroadPhase {
     }
 
     /// Whether the broad phase still holds `pair` as a candidate (its leaves' volumes overlap).
-    pub fn overlaps(&self, pair: PairKey) -> bool {
+    pub(crate) fn overlaps(&self, pair: PairKey) -> bool {
         dispatch!(&self.inner, l => l.overlaps(pair), s => s.overlaps(pair))
     }
 
     /// The broad phase's invariants at `t` (for `--audit`).
-    pub fn audit(&self, state: &VertexState, t: f64) -> Result<(), String> {
+    pub(crate) fn audit(&self, state: &VertexState, t: f64) -> Result<(), String> {
         dispatch!(&self.inner, l => l.audit(state, t), s => s.audit(state, t))
     }
 
     /// Counters, certificates alive and memory.
-    pub fn stats(&self) -> BroadPhaseStats {
+    pub(crate) fn stats(&self) -> BroadPhaseStats {
         let mut out = BroadPhaseStats {
             kind: self.kind.name(),
             ..BroadPhaseStats::default()

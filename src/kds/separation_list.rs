@@ -119,7 +119,7 @@ impl Pairs {
 
 /// The kinetic separation list over volumes of kind `V` (see the module docs).
 #[derive(Debug)]
-pub struct SeparationList<V> {
+pub(crate) struct SeparationList<V> {
     leaves: Leaves,
     refs: References,
     bvh: Bvh<V>,
@@ -211,7 +211,13 @@ impl<V: Volume> SeparationList<V> {
     /// A separation list over these primitives; `eta1` is the first layer's thickness, `slack`
     /// how far (cm) a vertex may stray from its reference before its leaves are refitted, and
     /// `eager` selects the collapse certificate (see the module docs).
-    pub fn new(leaves: Leaves, state: &VertexState, eta1: f64, slack: f64, eager: bool) -> Self {
+    pub(crate) fn new(
+        leaves: Leaves,
+        state: &VertexState,
+        eta1: f64,
+        slack: f64,
+        eager: bool,
+    ) -> Self {
         let bvh = Self::build_tree(&leaves, state, 0.0);
         let nodes = bvh.len();
         Self {
@@ -287,38 +293,33 @@ impl<V: Volume> SeparationList<V> {
     }
 
     /// Turns adaptive k-DOP axis ordering on or off (`speed.axis_ordering`; see [`AxisHint`]).
-    pub fn set_adaptive_axes(&mut self, on: bool) {
+    pub(crate) fn set_adaptive_axes(&mut self, on: bool) {
         self.pair_axes.set_adaptive(on);
         self.near_axes.iter_mut().for_each(|h| h.set_adaptive(on));
     }
 
     /// The leaves and their topology.
-    pub fn leaves(&self) -> &Leaves {
+    pub(crate) fn leaves(&self) -> &Leaves {
         &self.leaves
     }
 
     /// Counters.
-    pub fn stats(&self) -> &ListStats {
+    pub(crate) fn stats(&self) -> &ListStats {
         &self.stats
     }
 
     /// Leaf-node (bucket) volumes refitted so far after vertices strayed.
-    pub fn leaf_refits(&self) -> u64 {
+    pub(crate) fn leaf_refits(&self) -> u64 {
         self.stats.leaf_refits
     }
 
     /// Certificates queued now.
-    pub fn certificates(&self) -> usize {
+    pub(crate) fn certificates(&self) -> usize {
         self.queue.len()
     }
 
-    /// The end of the current horizon.
-    pub fn window_end(&self) -> f64 {
-        self.t_end
-    }
-
     /// Heap bytes held (for the memory-per-vertex measurements).
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         let p = &self.pairs;
         self.bvh.bytes()
             + self.refs.bytes()
@@ -334,7 +335,7 @@ impl<V: Volume> SeparationList<V> {
 
     /// The time of the next certificate failure (`now` while taken-back pairs wait to be
     /// collected, `+inf` if none).
-    pub fn next_failure_time(&self) -> f64 {
+    pub(crate) fn next_failure_time(&self) -> f64 {
         if !self.lost.is_empty() {
             return self.now;
         }
@@ -356,7 +357,7 @@ impl<V: Volume> SeparationList<V> {
     /// Starts a new horizon `[t, t_end]`: every vertex's trajectory becomes its reference, every
     /// volume is refitted and every pair re-timed; calls `found` for the feature pairs of leaf
     /// pairs that open.
-    pub fn rebuild(
+    pub(crate) fn rebuild(
         &mut self,
         state: &VertexState,
         t: f64,
@@ -428,7 +429,7 @@ impl<V: Volume> SeparationList<V> {
     /// After the velocities of `vertices` changed at `t`: refits the leaves of the vertices that
     /// left their reference paths, re-times the pairs of the changed nodes and processes what
     /// is due now, calling `found` for feature pairs handed over.
-    pub fn update(
+    pub(crate) fn update(
         &mut self,
         state: &VertexState,
         t: f64,
@@ -598,7 +599,7 @@ impl<V: Volume> SeparationList<V> {
     /// `stop`, the next all-vertex event (`+inf`: never short-circuit), and the pairs whose
     /// certificates were cut short at this event are re-timed. Certificates due now are
     /// processed by the next [`advance`](Self::advance), at `t`.
-    pub fn short_circuit(&mut self, t: f64, stop: f64) {
+    pub(crate) fn short_circuit(&mut self, t: f64, stop: f64) {
         self.account(t);
         self.stop = stop;
         let mut pairs = std::mem::take(&mut self.scratch_pairs);
@@ -616,7 +617,7 @@ impl<V: Volume> SeparationList<V> {
 
     /// Processes every certificate due at or before `t`: calls `found` for feature pairs handed
     /// to slabs and `lost` for those taken back.
-    pub fn advance(
+    pub(crate) fn advance(
         &mut self,
         t: f64,
         found: &mut impl FnMut(PairKey),
@@ -745,7 +746,7 @@ impl<V: Volume> SeparationList<V> {
 
     /// Whether some open leaf pair holds `key` among its feature pairs now and the pair's
     /// primitives may come within `eta1` before the horizon's end.
-    pub fn overlaps(&self, key: PairKey) -> bool {
+    pub(crate) fn overlaps(&self, key: PairKey) -> bool {
         if !self.near(key) {
             return false;
         }
@@ -769,7 +770,7 @@ impl<V: Volume> SeparationList<V> {
     /// pairs cut short there). Together: every leaf pair that could come within `eta1` before
     /// its next event is under an open leaf pair (whose features have slabs) or certified apart
     /// by a frontier pair.
-    pub fn audit(&self, state: &VertexState, t: f64) -> Result<(), String> {
+    pub(crate) fn audit(&self, state: &VertexState, t: f64) -> Result<(), String> {
         let t_end = self.t_end;
         for v in 0..state.len() as u32 {
             let p = state.position_at(v as usize, t);

@@ -26,13 +26,13 @@ use glam::DVec3;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Slab {
     /// Unit normal `n = (b - a) / |b - a|`, from A's closest point `a` to B's closest point `b`.
-    pub normal: DVec3,
+    pub(crate) normal: DVec3,
     /// A point of the plane at `t0`: the midpoint `m = (a + b) / 2` of the closest points.
-    pub point: DVec3,
+    pub(crate) point: DVec3,
     /// Velocity of the plane: `w = (v_a + v_b) / 2`.
-    pub velocity: DVec3,
+    pub(crate) velocity: DVec3,
     /// Half the certified gap, `eta / 2`.
-    pub half_gap: f64,
+    pub(crate) half_gap: f64,
 }
 
 /// Slacks `s_i` and closing rates `k_i` of the `N` side conditions: with `sigma_i = -1` on
@@ -179,7 +179,7 @@ pub fn failure_time<const N: usize>(
 /// Whether the slab still holds at offset `dt`: every condition `s_i - dt k_i >= 0` (the same
 /// arithmetic as [`failure_time`]; for the audit). NaN anywhere gives `false`.
 #[inline]
-pub fn holds<const N: usize>(
+pub(crate) fn holds<const N: usize>(
     slab: &Slab,
     x: &[DVec3; N],
     v: &[DVec3; N],
@@ -194,10 +194,10 @@ pub fn holds<const N: usize>(
 /// `N` vertices, the largest rate at which it may close on its side's boundary. While every
 /// vertex closes no faster than its budget, the slab holds until the time it was scheduled for,
 /// whatever kicks the vertices receive on the way, so those kicks need no re-timing.
-pub type ClosingBudget<const N: usize = 4> = [f64; N];
+pub(crate) type ClosingBudget<const N: usize = 4> = [f64; N];
 
 /// A budget that no velocity fits: the slab must be re-timed at the next kick.
-pub const fn no_budget<const N: usize>() -> ClosingBudget<N> {
+pub(crate) const fn no_budget<const N: usize>() -> ClosingBudget<N> {
     [f64::NEG_INFINITY; N]
 }
 
@@ -210,7 +210,7 @@ pub const fn no_budget<const N: usize>() -> ClosingBudget<N> {
 ///
 /// Returns the scheduled offset and the budget; a slab failing at once gets [`no_budget`].
 #[inline]
-pub fn fuzzy_schedule<const N: usize>(
+pub(crate) fn fuzzy_schedule<const N: usize>(
     slab: &Slab,
     x: &[DVec3; N],
     v: &[DVec3; N],
@@ -231,7 +231,7 @@ pub fn fuzzy_schedule<const N: usize>(
 
 /// Whether velocities `v` keep every vertex within its closing `budget` (NaN: no).
 #[inline]
-pub fn within_budget<const N: usize>(
+pub(crate) fn within_budget<const N: usize>(
     slab: &Slab,
     v: &[DVec3; N],
     a_count: usize,

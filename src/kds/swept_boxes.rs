@@ -29,7 +29,7 @@ enum Prim {
 
 /// Swept boxes of every vertex and a hash grid of primitive boxes (see the module docs).
 #[derive(Debug)]
-pub struct SweptBoxes {
+pub(crate) struct SweptBoxes {
     vertex_edges: Csr,
     vertex_triangles: Csr,
     /// Slack added around each vertex sweep, so that small velocity changes need no update.
@@ -92,7 +92,7 @@ impl CellRange {
 
 impl SweptBoxes {
     /// A broad phase over these primitives; `eta1` is the thickness of the first penalty layer.
-    pub fn new(
+    pub(crate) fn new(
         edges: Vec<[u32; 2]>,
         triangles: impl Into<TriangleList>,
         vertex_count: usize,
@@ -135,18 +135,13 @@ impl SweptBoxes {
         }
     }
 
-    /// The end of the current window.
-    pub fn window_end(&self) -> f64 {
-        self.window_end
-    }
-
     /// Global edge list.
-    pub fn edges(&self) -> &[[u32; 2]] {
+    pub(crate) fn edges(&self) -> &[[u32; 2]] {
         &self.edges
     }
 
     /// Global triangle list.
-    pub fn triangles(&self) -> &[[u32; 3]] {
+    pub(crate) fn triangles(&self) -> &[[u32; 3]] {
         &self.triangles
     }
 
@@ -238,7 +233,7 @@ impl SweptBoxes {
 
     /// Starts a new window `[t, window_end)`: sweeps every vertex and rebuilds the grid. Calls
     /// `found` once for every overlapping candidate pair.
-    pub fn rebuild(
+    pub(crate) fn rebuild(
         &mut self,
         state: &VertexState,
         t: f64,
@@ -296,7 +291,7 @@ impl SweptBoxes {
     /// sweep still fits in its box changes nothing: every pair its primitives can overlap is
     /// already a candidate. For the others, calls `found` for every candidate pair involving a
     /// primitive that touches them.
-    pub fn update(
+    pub(crate) fn update(
         &mut self,
         state: &VertexState,
         t: f64,
@@ -344,7 +339,7 @@ impl SweptBoxes {
     }
 
     /// Checks that every vertex is inside its swept box at time `t` (for `--audit`).
-    pub fn audit(&self, state: &VertexState, t: f64) -> Result<(), String> {
+    pub(crate) fn audit(&self, state: &VertexState, t: f64) -> Result<(), String> {
         for i in 0..state.len() {
             let p = state.position_at(i, t);
             // Positions are recomputed from the same (x, t, v), so they reproduce the sweep
@@ -358,7 +353,7 @@ impl SweptBoxes {
     }
 
     /// Whether the boxes of the two primitives of `pair` overlap now.
-    pub fn overlaps(&self, pair: PairKey) -> bool {
+    pub(crate) fn overlaps(&self, pair: PairKey) -> bool {
         let nv = self.lo.len() as u32;
         let ne = self.edges.len() as u32;
         let (a, b) = match pair {

@@ -3,15 +3,15 @@
 //! active, and when first.
 //!
 //! **Broad phase.** Each vertex gets an 18-DOP moving linearly over the window that holds its
-//! path ([`Dop18::fit_path`]: per axis, the chord of the path shifted by its largest excursions),
-//! grown by half the first layer's activation distance. Moving volumes follow the motion: two
-//! features that travel together never meet, however far they go, where volumes around
-//! everything each swept would hold every pair a fast part passes. Each leaf of the k-DOP
-//! hierarchy of [`crate::kds`] (a triangle, or a loose edge or vertex) holds its vertices'
-//! volumes; a self-traversal of the hierarchy, shared out over the thread pool, hands each pair
-//! of leaves in overlapping buckets whose own volumes may meet, and then each of their feature
-//! pairs whose sides' volumes may meet, to the narrow phase. Each of those tests reads the
-//! volumes' extents at the window's two ends, worked out once a refit for every vertex, leaf
+//! path ([`PathFit`](crate::kds::kdop::PathFit): per axis, the chord of the path shifted by its
+//! largest excursions), grown by half the first layer's activation distance. Moving volumes
+//! follow the motion: two features that travel together never meet, however far they go, where
+//! volumes around everything each swept would hold every pair a fast part passes. Each leaf of
+//! the k-DOP hierarchy of [`crate::kds`] (a triangle, or a loose edge or vertex) holds its
+//! vertices' volumes; a self-traversal of the hierarchy, shared out over the thread pool, hands
+//! each pair of leaves in overlapping buckets whose own volumes may meet, and then each of their
+//! feature pairs whose sides' volumes may meet, to the narrow phase. Each of those tests reads
+//! the volumes' extents at the window's two ends, worked out once a refit for every vertex, leaf
 //! and node: the volumes move linearly, so every gap is linear in time, and two volumes may
 //! meet only where all their gaps are non-negative. The hierarchy's topology is kept
 //! between windows and only its volumes refitted, until refits have let it grow loose (as the
