@@ -4,7 +4,7 @@
 
 use acm::kds::bvh::Bvh;
 use acm::kds::kdop::{Aabb, AxisHint, Dop18, Dop26, Sphere, Volume};
-use acm::kds::leaves::{Leaves, References};
+use acm::kds::leaves::{LeafId, Leaves, References};
 use acm::mesh::{sheet, Topology};
 use acm::state::{VertexKind, VertexState};
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
@@ -78,11 +78,7 @@ fn falling_sheet(ripple: f64) -> (Leaves, VertexState) {
 fn refit<V: Volume>(c: &mut Criterion, name: &str) {
     let (leaves, state) = falling_sheet(0.0);
     let n = state.len();
-    let centroids: Vec<DVec3> = (0..leaves.len() as u32)
-        .map(|l| leaves.centroid(l, &state, 0.0))
-        .collect();
-    let placeholder = V::fit(&[DVec3::ZERO], &[DVec3::ZERO], 0.0, 0.0, 0.0);
-    let mut bvh = Bvh::build(&centroids, |a, b| leaves.adjacent(a, b), placeholder);
+    let mut bvh = Bvh::<V>::over(&leaves, &state, 0.0);
     let mut refs = References::new(n);
     refs.reset_all(&state, 0.01);
     let mut group = c.benchmark_group("broad_phase");
@@ -111,10 +107,10 @@ fn near_features(c: &mut Criterion) {
     let (leaves, state) = falling_sheet(1.0);
     let mut refs = References::new(state.len());
     refs.reset_all(&state, 0.01);
-    let groups: Vec<Vec<u32>> = (0..leaves.len() as u32 / 4)
-        .map(|k| (4 * k..4 * k + 4).collect())
+    let groups: Vec<Vec<LeafId>> = (0..leaves.len() as u32 / 4)
+        .map(|k| (4 * k..4 * k + 4).map(LeafId::new).collect())
         .collect();
-    let pairs: Vec<(&[u32], &[u32])> = (0..groups.len())
+    let pairs: Vec<(&[LeafId], &[LeafId])> = (0..groups.len())
         .flat_map(|k| [k + 1, k + 50].map(|m| (k, m)))
         .filter(|&(_, m)| m < groups.len())
         .map(|(k, m)| (&groups[k][..], &groups[m][..]))

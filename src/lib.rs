@@ -48,6 +48,7 @@ pub mod sync;
 #[cfg(test)]
 mod test_rng;
 pub mod threads;
+mod typed_index;
 #[cfg(feature = "view")]
 pub mod view;
 

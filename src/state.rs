@@ -15,6 +15,12 @@ use glam::DVec3;
 use rayon::prelude::*;
 
 use crate::profiling::zone;
+use crate::typed_index::typed_index;
+
+typed_index! {
+    /// A vertex: an index into the columns of [`VertexState`].
+    pub struct VertexId;
+}
 
 /// Vertices per rayon task in whole-mesh passes: below this, splitting costs more than it saves.
 const PAR_MIN_LEN: usize = 4096;

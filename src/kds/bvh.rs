@@ -23,8 +23,23 @@ use glam::DVec3;
 use rayon::prelude::*;
 
 use super::kdop::Volume;
-use super::leaves::{Leaves, References, NONE};
+use super::leaves::{LeafId, Leaves, References};
 use crate::profiling::zone;
+use crate::state::VertexState;
+use crate::typed_index::typed_index;
+
+typed_index! {
+    /// A node of a [`Bvh`], numbered in pre-order: the root is 0 and a parent's id is smaller
+    /// than its children's.
+    pub(crate) struct NodeId;
+}
+
+impl NodeId {
+    /// The root.
+    pub(crate) const ROOT: Self = Self::new(0);
+    /// The parent of the root.
+    const NONE: Self = Self::new(u32::MAX);
+}
 
 /// Leaf nodes per rayon task when fitting all leaf nodes.
 const PAR_MIN_LEN: usize = 512;
@@ -45,36 +60,106 @@ const LEAF_NODE: u32 = 1 << 31;
 /// A bounding volume hierarchy with volumes of kind `V` (see the module docs).
 #[derive(Debug)]
 pub struct Bvh<V> {
-    /// Children of an internal node; `[start, end | LEAF_NODE]` for a leaf node, whose leaves
-    /// are `order[start..end]`.
+    /// Children of an internal node (node ids); `[start, end | LEAF_NODE]` for a leaf node,
+    /// whose leaves are `order[start..end]`.
     child: Vec<[u32; 2]>,
     /// Leaf ids grouped by leaf node, in node order.
-    order: Vec<u32>,
-    /// Parent of each node (`NONE` for the root).
-    parent: Vec<u32>,
+    order: Vec<LeafId>,
+    /// Parent of each node (`NodeId::NONE` for the root).
+    parent: Vec<NodeId>,
     /// Volume of each node, valid from its last fit to the horizon's end.
     pub(crate) vol: Vec<V>,
     /// Leaf id -> its leaf node.
-    leaf_node: Vec<u32>,
+    leaf_node: Vec<NodeId>,
+}
+
+impl<V> Bvh<V> {
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.child.len()
+    }
+
+    /// Whether the hierarchy has no node.
+    pub fn is_empty(&self) -> bool {
+        self.child.is_empty()
+    }
+
+    /// Every node, in pre-order.
+    pub(crate) fn ids(&self) -> impl DoubleEndedIterator<Item = NodeId> {
+        (0..self.len()).map(NodeId::from_usize)
+    }
+
+    /// The leaves held by node `n`, if it is a leaf node (a bucket).
+    #[inline]
+    pub(crate) fn bucket(&self, n: NodeId) -> Option<&[LeafId]> {
+        let [a, b] = self.child[n.index()];
+        (b & LEAF_NODE != 0).then(|| &self.order[a as usize..(b & !LEAF_NODE) as usize])
+    }
+
+    /// The children of internal node `n`.
+    #[inline]
+    pub(crate) fn children(&self, n: NodeId) -> [NodeId; 2] {
+        self.child[n.index()].map(NodeId::new)
+    }
+
+    /// The parent of node `n` (`None` for the root).
+    #[inline]
+    pub(crate) fn parent(&self, n: NodeId) -> Option<NodeId> {
+        let p = self.parent[n.index()];
+        (p != NodeId::NONE).then_some(p)
+    }
+
+    /// The leaf node holding leaf `l`.
+    #[inline]
+    pub(crate) fn leaf_node(&self, l: LeafId) -> NodeId {
+        self.leaf_node[l.index()]
+    }
+
+    /// Node `n`'s volume.
+    #[inline]
+    pub(crate) fn volume(&self, n: NodeId) -> &V {
+        &self.vol[n.index()]
+    }
 }
 
 impl<V: Volume> Bvh<V> {
+    /// Builds the topology over the leaves' centroids at `t` (`Bvh::build`).
+    pub fn over(leaves: &Leaves, state: &VertexState, t: f64) -> Self {
+        let centroids: Vec<_> = (leaves.ids())
+            .map(|l| leaves.centroid(l, state, t))
+            .collect();
+        Self::build(
+            &centroids,
+            |a, b| leaves.adjacent(a, b),
+            Self::placeholder(),
+        )
+    }
+
+    /// The volume a new hierarchy's nodes hold until they are fitted.
+    pub(crate) fn placeholder() -> V {
+        V::fit(&[DVec3::ZERO], &[DVec3::ZERO], 0.0, 0.0, 0.0)
+    }
+
     /// Builds the topology over leaves with these centroids; `adjacent(a, b)` says whether
-    /// leaves `a` and `b` share a vertex. Volumes start empty-valued; call
+    /// leaves `a` and `b` share a vertex. Volumes start as `placeholder`; call
     /// [`refit_all`](Self::refit_all) before use.
-    pub fn build(centroids: &[DVec3], adjacent: impl Fn(u32, u32) -> bool, placeholder: V) -> Self {
+    pub(crate) fn build(
+        centroids: &[DVec3],
+        adjacent: impl Fn(LeafId, LeafId) -> bool,
+        placeholder: V,
+    ) -> Self {
         let n = centroids.len();
         let cap = (2 * n).saturating_sub(1);
         let mut bvh = Self {
             child: Vec::with_capacity(cap),
             parent: Vec::with_capacity(cap),
-            order: (0..n as u32).collect(),
+            order: (0..n).map(LeafId::from_usize).collect(),
             vol: Vec::new(),
-            leaf_node: vec![NONE; n],
+            leaf_node: vec![NodeId::NONE; n],
         };
         if n > 0 {
             let mut ids = std::mem::take(&mut bvh.order);
-            bvh.split(&mut ids, 0, centroids, &adjacent, NONE);
+            bvh.split(&mut ids, 0, centroids, &adjacent, NodeId::NONE);
             bvh.order = ids;
         }
         bvh.vol = vec![placeholder; bvh.child.len()];
@@ -85,28 +170,29 @@ impl<V: Volume> Bvh<V> {
     /// (pre-order), and returns its root.
     fn split(
         &mut self,
-        ids: &mut [u32],
+        ids: &mut [LeafId],
         start: usize,
         centroids: &[DVec3],
-        adjacent: &impl Fn(u32, u32) -> bool,
-        parent: u32,
-    ) -> u32 {
-        let node = self.child.len() as u32;
+        adjacent: &impl Fn(LeafId, LeafId) -> bool,
+        parent: NodeId,
+    ) -> NodeId {
+        let node = NodeId::from_usize(self.child.len());
         self.parent.push(parent);
         if ids.len() == 1 || (ids.len() <= BUCKET && connected(ids, adjacent)) {
             ids.sort_unstable();
-            self.child
-                .push([start as u32, (start + ids.len()) as u32 | LEAF_NODE]);
+            let end = u32::try_from(start + ids.len()).expect("fewer than 2^31 leaves");
+            self.child.push([start as u32, end | LEAF_NODE]);
             for &l in ids.iter() {
-                self.leaf_node[l as usize] = node;
+                self.leaf_node[l.index()] = node;
             }
             return node;
         }
-        self.child.push([NONE, NONE]);
+        self.child.push([NodeId::NONE.get(); 2]);
+        let centroid = |l: LeafId| centroids[l.index()];
         let (lo, hi) = ids
             .iter()
             .fold((DVec3::INFINITY, DVec3::NEG_INFINITY), |(lo, hi), &i| {
-                (lo.min(centroids[i as usize]), hi.max(centroids[i as usize]))
+                (lo.min(centroid(i)), hi.max(centroid(i)))
             });
         let extent = hi - lo;
         let k = if extent.x >= extent.y && extent.x >= extent.z {
@@ -118,50 +204,13 @@ impl<V: Volume> Bvh<V> {
         };
         let mid = ids.len() / 2;
         ids.select_nth_unstable_by(mid, |&a, &b| {
-            centroids[a as usize][k]
-                .total_cmp(&centroids[b as usize][k])
-                .then(a.cmp(&b))
+            centroid(a)[k].total_cmp(&centroid(b)[k]).then(a.cmp(&b))
         });
         let (left, right) = ids.split_at_mut(mid);
         let l = self.split(left, start, centroids, adjacent, node);
         let r = self.split(right, start + mid, centroids, adjacent, node);
-        self.child[node as usize] = [l, r];
+        self.child[node.index()] = [l.get(), r.get()];
         node
-    }
-
-    /// Number of nodes.
-    pub fn len(&self) -> usize {
-        self.child.len()
-    }
-
-    /// Whether the hierarchy has no node.
-    pub fn is_empty(&self) -> bool {
-        self.child.is_empty()
-    }
-
-    /// The leaves held by node `n`, if it is a leaf node (a bucket).
-    #[inline]
-    pub(crate) fn bucket(&self, n: u32) -> Option<&[u32]> {
-        let [a, b] = self.child[n as usize];
-        (b & LEAF_NODE != 0).then(|| &self.order[a as usize..(b & !LEAF_NODE) as usize])
-    }
-
-    /// The children of internal node `n`.
-    #[inline]
-    pub(crate) fn children(&self, n: u32) -> [u32; 2] {
-        self.child[n as usize]
-    }
-
-    /// The parent of node `n` (`NONE` for the root).
-    #[inline]
-    pub(crate) fn parent(&self, n: u32) -> u32 {
-        self.parent[n as usize]
-    }
-
-    /// The leaf node holding leaf `l`.
-    #[inline]
-    pub(crate) fn leaf_node(&self, l: u32) -> u32 {
-        self.leaf_node[l as usize]
     }
 
     /// Fits a volume to the reference trajectories of `ls`' vertices on `[t, t_end]`, grown by
@@ -169,7 +218,7 @@ impl<V: Volume> Bvh<V> {
     pub(crate) fn fit_leaves(
         leaves: &Leaves,
         refs: &References,
-        ls: &[u32],
+        ls: &[LeafId],
         t: f64,
         t_end: f64,
         pad: f64,
@@ -187,7 +236,7 @@ impl<V: Volume> Bvh<V> {
         &self,
         leaves: &Leaves,
         refs: &References,
-        n: u32,
+        n: NodeId,
         span: (f64, f64),
         pad: f64,
     ) -> V {
@@ -197,14 +246,9 @@ impl<V: Volume> Bvh<V> {
 
     /// The volume of internal node `n` from its children's, grown by `grow`.
     #[inline]
-    fn merged(&self, n: u32, t: f64, t_end: f64, grow: f64) -> V {
-        let [a, b] = self.child[n as usize];
-        merge(
-            &self.vol[a as usize],
-            &self.vol[b as usize],
-            (t, t_end),
-            grow,
-        )
+    fn merged(&self, n: NodeId, t: f64, t_end: f64, grow: f64) -> V {
+        let [a, b] = self.children(n);
+        merge(self.volume(a), self.volume(b), (t, t_end), grow)
     }
 
     /// Refits every volume on `[t, t_end]`, bottom up, each internal node grown by `grow` (see
@@ -226,10 +270,11 @@ impl<V: Volume> Bvh<V> {
         let this = &*self;
         let refit = |first: usize, part: &mut [V]| {
             for n in (first..first + part.len()).rev() {
-                part[n - first] = match this.bucket(n as u32) {
-                    Some(_) => this.fit_bucket(leaves, refs, n as u32, (t, t_end), pad),
+                let node = NodeId::from_usize(n);
+                part[n - first] = match this.bucket(node) {
+                    Some(_) => this.fit_bucket(leaves, refs, node, (t, t_end), pad),
                     None => {
-                        let [a, b] = this.child[n].map(|c| &part[c as usize - first]);
+                        let [a, b] = this.children(node).map(|c| &part[c.index() - first]);
                         merge(a, b, (t, t_end), grow)
                     }
                 };
@@ -247,28 +292,28 @@ impl<V: Volume> Bvh<V> {
         // first.
         let mut below = self.len();
         for &(first, end) in subtrees.iter().rev().chain([&(0, 0)]) {
-            for n in (end..below).rev() {
-                self.vol[n] = self.merged(n as u32, t, t_end, grow);
+            for n in (end..below).rev().map(NodeId::from_usize) {
+                self.vol[n.index()] = self.merged(n, t, t_end, grow);
             }
             below = first;
         }
     }
 
     /// At least `count` subtrees (fewer only if the hierarchy has fewer leaf nodes) that cover
-    /// every node but a few top ones, as ascending `(root, end)` id ranges: the nodes of the
-    /// shallowest level that has `count` of them, with the leaf nodes above that level as
-    /// subtrees of their own.
+    /// every node but a few top ones, as ascending `(root, end)` ranges of node indices: the
+    /// nodes of the shallowest level that has `count` of them, with the leaf nodes above that
+    /// level as subtrees of their own.
     fn subtrees(&self, count: usize) -> Vec<(usize, usize)> {
         if self.is_empty() {
             return Vec::new();
         }
-        let mut roots = vec![0u32];
+        let mut roots = vec![NodeId::ROOT];
         while roots.len() < count {
             let mut deeper = Vec::with_capacity(2 * roots.len());
             for &n in &roots {
                 match self.bucket(n) {
                     Some(_) => deeper.push(n),
-                    None => deeper.extend(self.child[n as usize]),
+                    None => deeper.extend(self.children(n)),
                 }
             }
             if deeper.len() == roots.len() {
@@ -276,14 +321,14 @@ impl<V: Volume> Bvh<V> {
             }
             roots = deeper;
         }
-        let end = |mut n: u32| {
+        let end = |mut n: NodeId| {
             // A subtree ends where the subtree of its last (rightmost) descendant ends.
             while self.bucket(n).is_none() {
-                n = self.child[n as usize][1];
+                n = self.children(n)[1];
             }
-            n as usize + 1
+            n.index() + 1
         };
-        roots.iter().map(|&n| (n as usize, end(n))).collect()
+        roots.iter().map(|&n| (n.index(), end(n))).collect()
     }
 
     /// Gives node `n` the volume `vol` (a bucket's [`fit_bucket`](Self::fit_bucket) on
@@ -294,19 +339,18 @@ impl<V: Volume> Bvh<V> {
     /// and costs no re-timing above it.
     pub(crate) fn place_bucket(
         &mut self,
-        mut n: u32,
+        mut n: NodeId,
         vol: V,
         (t, t_end): (f64, f64),
         grow: f64,
-        changed: &mut impl FnMut(u32),
+        changed: &mut impl FnMut(NodeId),
     ) {
-        self.vol[n as usize] = vol;
-        loop {
-            let p = self.parent(n);
-            if p == NONE || self.vol[p as usize].contains(&self.vol[n as usize], t, t_end) {
+        self.vol[n.index()] = vol;
+        while let Some(p) = self.parent(n) {
+            if self.volume(p).contains(self.volume(n), t, t_end) {
                 return;
             }
-            self.vol[p as usize] = self.merged(p, t, t_end, grow);
+            self.vol[p.index()] = self.merged(p, t, t_end, grow);
             changed(p);
             n = p;
         }
@@ -325,11 +369,11 @@ impl<V: Volume> Bvh<V> {
     /// volume change in the order one pass makes them.
     pub(crate) fn place_buckets(
         &mut self,
-        buckets: &[u32],
+        buckets: &[NodeId],
         vols: &[V],
         span: (f64, f64),
         grow: f64,
-        visit: &mut impl FnMut(u32, bool),
+        visit: &mut impl FnMut(NodeId, bool),
     ) {
         debug_assert_eq!(buckets.len(), vols.len());
         if buckets.len() < PAR_PLACE {
@@ -342,63 +386,31 @@ impl<V: Volume> Bvh<V> {
         let subtrees = self.subtrees(PLACE_SUBTREES);
         // The ranges are ascending and hold every leaf node: a bucket's is the last one
         // starting at or before it.
-        let home: Vec<u32> = (buckets.iter())
-            .map(|&n| (subtrees.partition_point(|&(root, _)| root <= n as usize) - 1) as u32)
+        let home: Vec<usize> = (buckets.iter())
+            .map(|&n| subtrees.partition_point(|&(root, _)| root <= n.index()) - 1)
             .collect();
-        let mut placed: Vec<Vec<u32>> = vec![Vec::new(); subtrees.len()];
+        let mut placed: Vec<Vec<usize>> = vec![Vec::new(); subtrees.len()];
         for (i, &s) in home.iter().enumerate() {
-            placed[s as usize].push(i as u32);
+            placed[s].push(i);
         }
         let roots_before: Vec<V> = subtrees.iter().map(|&(root, _)| self.vol[root]).collect();
-        let mut vol = std::mem::take(&mut self.vol);
-        let mut parts = carve(&mut vol, &subtrees);
-        let (parent, child) = (&self.parent, &self.child);
-        let walks: Vec<SubtreeWalks<V>> = (parts.par_iter_mut().zip(&placed))
-            .map_init(
-                || zone!("list_task"),
-                |_, ((root, part), placed)| {
-                    let root = *root;
-                    let mut walks = SubtreeWalks::default();
-                    for &i in placed {
-                        let mut n = buckets[i as usize] as usize;
-                        part[n - root] = vols[i as usize];
-                        let escaped = loop {
-                            if n == root {
-                                walks.roots.push(part[0]);
-                                break true;
-                            }
-                            let p = parent[n] as usize;
-                            if part[p - root].contains(&part[n - root], span.0, span.1) {
-                                break false;
-                            }
-                            let [a, b] = child[p].map(|c| &part[c as usize - root]);
-                            part[p - root] = merge(a, b, span, grow);
-                            walks.changed.push(p as u32);
-                            n = p;
-                        };
-                        walks.ends.push((walks.changed.len() as u32, escaped));
-                    }
-                    walks
-                },
-            )
-            .collect();
-        self.vol = vol;
+        let walks = self.walk_subtrees(&subtrees, &placed, buckets, vols, span, grow);
         // The top levels, in the buckets' order, from the roots' volumes before the first.
         for (&(root, _), &before) in subtrees.iter().zip(&roots_before) {
             self.vol[root] = before;
         }
         let mut cursors = vec![Cursor::default(); subtrees.len()];
         for (&n, &s) in buckets.iter().zip(&home) {
-            let (walks, at) = (&walks[s as usize], &mut cursors[s as usize]);
+            let (walks, at) = (&walks[s], &mut cursors[s]);
             let (end, escaped) = walks.ends[at.bucket];
             visit(n, false);
-            for &p in &walks.changed[at.changed..end as usize] {
+            for &p in &walks.changed[at.changed..end] {
                 visit(p, true);
             }
-            (at.bucket, at.changed) = (at.bucket + 1, end as usize);
+            (at.bucket, at.changed) = (at.bucket + 1, end);
             if escaped {
-                let root = subtrees[s as usize].0;
-                self.place_bucket(root as u32, walks.roots[at.root], span, grow, &mut |p| {
+                let root = NodeId::from_usize(subtrees[s].0);
+                self.place_bucket(root, walks.roots[at.root], span, grow, &mut |p| {
                     visit(p, true)
                 });
                 at.root += 1;
@@ -406,12 +418,61 @@ impl<V: Volume> Bvh<V> {
         }
     }
 
+    /// The subtrees' part of [`place_buckets`](Self::place_buckets), on the pool: each subtree
+    /// places the buckets `placed` lists for it (indices into `buckets` and `vols`), in turn,
+    /// walking up no further than its root.
+    fn walk_subtrees(
+        &mut self,
+        subtrees: &[(usize, usize)],
+        placed: &[Vec<usize>],
+        buckets: &[NodeId],
+        vols: &[V],
+        span: (f64, f64),
+        grow: f64,
+    ) -> Vec<SubtreeWalks<V>> {
+        let mut vol = std::mem::take(&mut self.vol);
+        let mut parts = carve(&mut vol, subtrees);
+        let this = &*self;
+        let walks = (parts.par_iter_mut().zip(placed))
+            .map_init(
+                || zone!("list_task"),
+                |_, ((root, part), placed)| {
+                    let root = *root;
+                    let mut walks = SubtreeWalks::default();
+                    for &i in placed {
+                        let mut n = buckets[i];
+                        part[n.index() - root] = vols[i];
+                        let escaped = loop {
+                            if n.index() == root {
+                                walks.roots.push(part[0]);
+                                break true;
+                            }
+                            let p = this.parent[n.index()];
+                            let inner = &part[n.index() - root];
+                            if part[p.index() - root].contains(inner, span.0, span.1) {
+                                break false;
+                            }
+                            let [a, b] = this.children(p).map(|c| &part[c.index() - root]);
+                            part[p.index() - root] = merge(a, b, span, grow);
+                            walks.changed.push(p);
+                            n = p;
+                        };
+                        walks.ends.push((walks.changed.len(), escaped));
+                    }
+                    walks
+                },
+            )
+            .collect();
+        self.vol = vol;
+        walks
+    }
+
     /// The summed [`Volume::size`] of the internal nodes: it grows as leaves that were built
     /// into one subtree drift apart (particles scattering), which a refit cannot undo.
     pub(crate) fn spread(&self) -> f64 {
-        (0..self.child.len())
-            .filter(|&n| self.bucket(n as u32).is_none())
-            .map(|n| self.vol[n].size())
+        (self.ids())
+            .filter(|&n| self.bucket(n).is_none())
+            .map(|n| self.volume(n).size())
             .sum()
     }
 
@@ -425,13 +486,9 @@ impl<V: Volume> Bvh<V> {
 
     /// Checks that every internal node contains its children at `t` (for `--audit`).
     pub(crate) fn validate(&self, t: f64, t_end: f64) -> Result<(), String> {
-        for n in 0..self.child.len() {
-            let [a, b] = self.child[n];
-            if b & LEAF_NODE != 0 {
-                continue;
-            }
-            for c in [a, b] {
-                if !self.vol[n].contains(&self.vol[c as usize], t, t_end) {
+        for n in self.ids().filter(|&n| self.bucket(n).is_none()) {
+            for c in self.children(n) {
+                if !self.volume(n).contains(self.volume(c), t, t_end) {
                     return Err(format!(
                         "broad-phase node {n} does not contain its child {c} at t = {t}"
                     ));
@@ -446,10 +503,10 @@ impl<V: Volume> Bvh<V> {
 #[derive(Debug)]
 struct SubtreeWalks<V> {
     /// The ancestors inside the subtree whose volumes changed, in order.
-    changed: Vec<u32>,
+    changed: Vec<NodeId>,
     /// Per bucket placed: the end of its ancestors in `changed`, and whether its walk reached
     /// the subtree's root (and may go on above it).
-    ends: Vec<(u32, bool)>,
+    ends: Vec<(usize, bool)>,
     /// The root's volume after each walk that reached it.
     roots: Vec<V>,
 }
@@ -494,7 +551,7 @@ fn merge<V: Volume>(a: &V, b: &V, (t, t_end): (f64, f64), grow: f64) -> V {
 }
 
 /// Whether the few leaves `ids` form one group through `adjacent` links.
-fn connected(ids: &[u32], adjacent: &impl Fn(u32, u32) -> bool) -> bool {
+fn connected(ids: &[LeafId], adjacent: &impl Fn(LeafId, LeafId) -> bool) -> bool {
     let mut reached = 1usize; // bit i: ids[i] is reached from ids[0]
     loop {
         let before = reached;
@@ -527,19 +584,19 @@ mod tests {
             .collect();
         let placeholder = Dop18::fit(&[DVec3::ZERO], &[DVec3::ZERO], 0.0, 1.0, 0.0);
         // Grid neighbours are adjacent.
-        let grid = |a: u32, b: u32| centroids[a as usize].distance(centroids[b as usize]) == 1.0;
+        let at = |l: LeafId| centroids[l.index()];
+        let grid = |a: LeafId, b: LeafId| at(a).distance(at(b)) == 1.0;
         let bvh = Bvh::build(&centroids, grid, placeholder);
         let mut depth = vec![0u32; bvh.len()];
-        for n in 1..bvh.len() as u32 {
-            let p = bvh.parent(n);
+        for n in bvh.ids().skip(1) {
+            let p = bvh.parent(n).expect("not the root");
             assert!(p < n);
-            depth[n as usize] = depth[p as usize] + 1;
+            depth[n.index()] = depth[p.index()] + 1;
         }
         assert!(depth.iter().max().copied().unwrap_or(0) <= 7);
+        assert_eq!(bvh.parent(NodeId::ROOT), None);
         let mut held = 0;
-        let leaf_nodes: Vec<u32> = (0..bvh.len() as u32)
-            .filter(|&n| bvh.bucket(n).is_some())
-            .collect();
+        let leaf_nodes: Vec<NodeId> = bvh.ids().filter(|&n| bvh.bucket(n).is_some()).collect();
         for &n in &leaf_nodes {
             let bucket = bvh.bucket(n).unwrap();
             held += bucket.len();
@@ -563,36 +620,35 @@ mod tests {
                 assert!(last_end <= root && root < end, "{count}: {subtrees:?}");
                 last_end = end;
                 covered[root..end].fill(true);
-                for n in root..end {
-                    let mut a = n as u32;
-                    while a as usize != root {
-                        a = bvh.parent(a);
+                for n in (root..end).map(NodeId::from_usize) {
+                    let mut a = n;
+                    while a.index() != root {
+                        a = bvh.parent(a).expect("below the root");
                         assert!(
-                            a as usize >= root,
+                            a.index() >= root,
                             "{count}: node {n} outside {root}'s subtree"
                         );
                     }
                 }
                 // The next node after the range is not in the subtree.
                 if end < bvh.len() {
-                    let mut a = end as u32;
-                    while a != NONE && a as usize != root {
-                        a = bvh.parent(a);
+                    let mut a = Some(NodeId::from_usize(end));
+                    while let Some(n) = a.filter(|n| n.index() != root) {
+                        a = bvh.parent(n);
                     }
-                    assert_eq!(a, NONE, "{count}: node {end} belongs to {root}'s subtree");
+                    assert_eq!(a, None, "{count}: node {end} belongs to {root}'s subtree");
                 }
             }
-            for n in (0..bvh.len()).filter(|&n| !covered[n]) {
-                assert!(
-                    bvh.bucket(n as u32).is_none(),
-                    "{count}: leaf node {n} left out"
-                );
+            for n in bvh.ids().filter(|&n| !covered[n.index()]) {
+                assert!(bvh.bucket(n).is_none(), "{count}: leaf node {n} left out");
             }
         }
         // With no adjacency every leaf is its own bucket: 199 nodes.
         let apart = Bvh::build(&centroids, |_, _| false, placeholder);
         assert_eq!(apart.len(), 199);
-        assert!((0..100).all(|l| apart.bucket(apart.leaf_node(l)) == Some(&[l][..])));
+        assert!((0..100)
+            .map(LeafId::new)
+            .all(|l| apart.bucket(apart.leaf_node(l)) == Some(&[l][..])));
     }
 
     /// A hierarchy over `n` scattered leaves, one a bucket, each fitted around its centroid
@@ -601,9 +657,9 @@ mod tests {
         let centroids: Vec<DVec3> = (0..n).map(|_| rng.vec(100.0)).collect();
         let fit = |c: DVec3| Dop18::fit(&[c], &[c + DVec3::X], 0.0, 1.0, 0.5);
         let mut bvh = Bvh::build(&centroids, |_, _| false, fit(DVec3::ZERO));
-        for node in (0..bvh.len() as u32).rev() {
-            bvh.vol[node as usize] = match bvh.bucket(node) {
-                Some(&[l]) => fit(centroids[l as usize]),
+        for node in bvh.ids().rev() {
+            bvh.vol[node.index()] = match bvh.bucket(node) {
+                Some(&[l]) => fit(centroids[l.index()]),
                 _ => bvh.merged(node, 0.0, 1.0, 0.1),
             };
         }
@@ -617,7 +673,7 @@ mod tests {
         // Most buckets move a little (staying inside their parents), some far (their walks
         // reach the top), in a shuffled order, with some left out.
         let (_, centroids) = scattered(n, &mut rng);
-        let mut moved: Vec<(u32, Dop18)> = Vec::new();
+        let mut moved: Vec<(LeafId, Dop18)> = Vec::new();
         for (l, &centroid) in centroids.iter().enumerate() {
             let jump = match rng.uniform(0.0, 1.0) {
                 u if u < 0.1 => continue,
@@ -626,7 +682,7 @@ mod tests {
             };
             let c = centroid + rng.vec(jump);
             moved.push((
-                l as u32,
+                LeafId::from_usize(l),
                 Dop18::fit(&[c], &[c + rng.vec(2.0)], 0.0, 1.0, 0.5),
             ));
         }
@@ -635,7 +691,7 @@ mod tests {
         }
         let run = |threads: usize| {
             let (mut bvh, _) = scattered(n, &mut Rng(5));
-            let buckets: Vec<u32> = moved.iter().map(|&(l, _)| bvh.leaf_node(l)).collect();
+            let buckets: Vec<NodeId> = moved.iter().map(|&(l, _)| bvh.leaf_node(l)).collect();
             let vols: Vec<Dop18> = moved.iter().map(|&(_, v)| v).collect();
             let mut visits = Vec::new();
             let pool = rayon::ThreadPoolBuilder::new()
@@ -659,7 +715,7 @@ mod tests {
         // The far moves changed the top: the walks did leave their subtrees.
         let subtrees = bvh.subtrees(PLACE_SUBTREES);
         let above =
-            |p: u32| !(subtrees.iter()).any(|&(root, end)| (root..end).contains(&(p as usize)));
+            |p: NodeId| !(subtrees.iter()).any(|&(root, end)| (root..end).contains(&p.index()));
         assert!(
             visits.iter().any(|&(p, a)| a && above(p)),
             "no walk reached the top"

@@ -16,11 +16,11 @@ use hashbrown::HashMap;
 
 use super::bvh::Bvh;
 use super::kdop::{after, Aabb, Volume, FIXED_AXES};
-use super::leaves::{Leaves, References};
+use super::leaves::{LeafId, Leaves, References};
 use crate::events::EventId;
 use crate::events::EventQueue;
 use crate::penalty::PairKey;
-use crate::state::VertexState;
+use crate::state::{VertexId, VertexState};
 
 /// An inclusive box of cells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,12 +62,17 @@ pub struct GridStats {
     pub cell: f64,
 }
 
+/// The certificate of leaf `l` (the list's queue is keyed by leaf).
+fn event(l: LeafId) -> EventId {
+    EventId::new(l.get())
+}
+
 /// The kinetic grid (see the module docs).
 #[derive(Debug)]
 pub(crate) struct KineticGrid {
     leaves: Leaves,
     refs: References,
-    /// Leaf boxes, valid from their last fit to the horizon's end.
+    /// Leaf boxes (by [`LeafId`]), valid from their last fit to the horizon's end.
     boxes: Vec<Aabb>,
     /// Cells each leaf is registered in.
     registered: Vec<Cells>,
@@ -76,12 +81,12 @@ pub(crate) struct KineticGrid {
     cell: f64,
     now: f64,
     t_end: f64,
-    grid: HashMap<[i32; 3], Vec<u32>>,
+    grid: HashMap<[i32; 3], Vec<LeafId>>,
     /// Leaf pair `(a, b)`, `a < b` -> number of cells they share.
-    shared: HashMap<(u32, u32), u32>,
+    shared: HashMap<(LeafId, LeafId), u32>,
     queue: EventQueue,
     lost: Vec<PairKey>,
-    scratch: Vec<u32>,
+    scratch: Vec<LeafId>,
     stats: GridStats,
 }
 
@@ -164,8 +169,8 @@ impl KineticGrid {
         self.t_end = t_end;
         self.refs.reset_all(state, t_end);
         let pad = self.pad();
-        for l in 0..self.leaves.len() as u32 {
-            self.boxes[l as usize] =
+        for l in self.leaves.ids() {
+            self.boxes[l.index()] =
                 Bvh::<Aabb>::fit_leaves(&self.leaves, &self.refs, &[l], t, t_end, pad);
         }
         if self.cell == 0.0 {
@@ -184,13 +189,13 @@ impl KineticGrid {
             self.cell = mean.max(4.0 * self.margin).max(1e-6);
             self.stats.cell = self.cell;
         }
-        for l in 0..self.leaves.len() as u32 {
+        for l in self.leaves.ids() {
             self.reregister(l, t, found);
         }
         // Every sharing pair once, in leaf order.
         let mut pairs = Vec::new();
-        for l in 0..self.leaves.len() as u32 {
-            for c in self.registered[l as usize].iter() {
+        for l in self.leaves.ids() {
+            for c in self.registered[l.index()].iter() {
                 for &o in self.grid.get(&c).map_or(&[][..], |v| &v[..]) {
                     if o > l {
                         pairs.push((l, o));
@@ -217,7 +222,7 @@ impl KineticGrid {
         self.now = self.now.max(t);
         let mut dirty = std::mem::take(&mut self.scratch);
         dirty.clear();
-        for &v in vertices {
+        for v in vertices.iter().copied().map(VertexId::new) {
             if !self.refs.follows(v, state, t, self.t_end, self.slack) {
                 self.refs.reset(v, state, self.t_end);
                 dirty.extend_from_slice(self.leaves.of_vertex(v));
@@ -228,7 +233,7 @@ impl KineticGrid {
         self.stats.leaf_refits += dirty.len() as u64;
         let pad = self.pad();
         for &l in &dirty {
-            self.boxes[l as usize] =
+            self.boxes[l.index()] =
                 Bvh::<Aabb>::fit_leaves(&self.leaves, &self.refs, &[l], t, self.t_end, pad);
             self.reregister(l, t, found);
             self.hand_over_again(l, found);
@@ -250,7 +255,7 @@ impl KineticGrid {
             }
             self.queue.pop();
             self.stats.certificates += 1;
-            self.reregister(id.0, t, found);
+            self.reregister(LeafId::new(id.0), t, found);
         }
         for k in self.lost.drain(..) {
             lost(k);
@@ -259,9 +264,9 @@ impl KineticGrid {
 
     /// Calls `found` for the near feature pairs ([`References::near`]) of leaf `l` and every leaf
     /// sharing a cell with it.
-    fn hand_over_again(&self, l: u32, found: &mut impl FnMut(PairKey)) {
+    fn hand_over_again(&self, l: LeafId, found: &mut impl FnMut(PairKey)) {
         let mut others = Vec::new();
-        for c in self.registered[l as usize].iter() {
+        for c in self.registered[l.index()].iter() {
             others.extend(self.grid.get(&c).map_or(&[][..], |v| &v[..]));
         }
         others.sort_unstable();
@@ -274,7 +279,7 @@ impl KineticGrid {
     }
 
     /// Calls `found` for the near feature pairs of leaves `l` and `o`.
-    fn hand_over(&self, l: u32, o: u32, found: &mut impl FnMut(PairKey)) {
+    fn hand_over(&self, l: LeafId, o: LeafId, found: &mut impl FnMut(PairKey)) {
         self.leaves.features(l, o, &mut |k| {
             if self.near(k) {
                 found(k);
@@ -313,15 +318,15 @@ impl KineticGrid {
     /// every cell its box covers.
     pub(crate) fn audit(&self, state: &VertexState, t: f64) -> Result<(), String> {
         let t_end = self.t_end;
-        for v in 0..state.len() as u32 {
-            let p = state.position_at(v as usize, t);
+        for v in (0..state.len()).map(VertexId::from_usize) {
+            let p = state.position_at(v.index(), t);
             if (p - self.refs.at(v, t, t_end)).length() > self.slack * (1.0 + 1e-9) + 1e-12 {
                 return Err(format!(
                     "vertex {v} strayed from its grid reference at t = {t}"
                 ));
             }
             for &l in self.leaves.of_vertex(v) {
-                if !self.boxes[l as usize].holds_point(p, self.margin * (1.0 - 1e-9), t, t_end) {
+                if !self.boxes[l.index()].holds_point(p, self.margin * (1.0 - 1e-9), t, t_end) {
                     return Err(format!("vertex {v} is not inside leaf box {l} at t = {t}"));
                 }
             }
@@ -331,17 +336,13 @@ impl KineticGrid {
             // the rebuild due now registers every leaf again.
             return Ok(());
         }
-        for l in 0..self.leaves.len() {
-            if self
-                .queue
-                .time_of(EventId(l as u32))
-                .is_some_and(|s| s <= t)
-            {
+        for l in self.leaves.ids() {
+            if self.queue.time_of(event(l)).is_some_and(|s| s <= t) {
                 // Its certificate is due now: it may touch the cell it is about to enter.
                 continue;
             }
-            let now = self.cells_at(l as u32, t);
-            let reg = self.registered[l];
+            let now = self.cells_at(l, t);
+            let reg = self.registered[l.index()];
             if now.iter().any(|c| !reg.contains(c)) {
                 return Err(format!(
                     "leaf {l} covers a cell it is not registered in at t = {t}"
@@ -354,8 +355,8 @@ impl KineticGrid {
     /// The cells leaf `l`'s box touches at `s` (cells are closed: a face on a boundary touches
     /// the cells on both sides). A face moving up meets its next boundary `(floor + 1) h` and a
     /// face moving down `(ceil - 1) h`: exactly when a cell starts to be touched.
-    fn cells_at(&self, l: u32, s: f64) -> Cells {
-        let b = &self.boxes[l as usize];
+    fn cells_at(&self, l: LeafId, s: f64) -> Cells {
+        let b = &self.boxes[l.index()];
         let mut out = Cells::EMPTY;
         for j in 0..3 {
             let (lo, hi) = b.slab(j, s, self.t_end);
@@ -367,8 +368,8 @@ impl KineticGrid {
 
     /// The earliest time after `t` at which a face of leaf `l`'s box crosses a cell boundary
     /// (its certificate), or `None` before the horizon's end.
-    fn crossing(&self, l: u32, t: f64) -> Option<f64> {
-        let b = &self.boxes[l as usize];
+    fn crossing(&self, l: LeafId, t: f64) -> Option<f64> {
+        let b = &self.boxes[l.index()];
         let h = self.cell;
         let mut first = f64::INFINITY;
         for j in 0..3 {
@@ -391,8 +392,8 @@ impl KineticGrid {
 
     /// Moves leaf `l` to the cells its box covers at `t`, reporting pairs that start or stop
     /// sharing a cell, and re-times its certificate.
-    fn reregister(&mut self, l: u32, t: f64, found: &mut impl FnMut(PairKey)) {
-        let old = self.registered[l as usize];
+    fn reregister(&mut self, l: LeafId, t: f64, found: &mut impl FnMut(PairKey)) {
+        let old = self.registered[l.index()];
         let new = self.cells_at(l, t);
         let mut pending = Vec::new();
         if new != old {
@@ -425,7 +426,7 @@ impl KineticGrid {
                 }
                 list.push(l);
             }
-            self.registered[l as usize] = new;
+            self.registered[l.index()] = new;
             for o in pending {
                 self.hand_over(l, o, found);
             }
@@ -433,9 +434,9 @@ impl KineticGrid {
             self.stats.peak_sharing_pairs = self.stats.peak_sharing_pairs.max(self.shared.len());
         }
         match self.crossing(l, t) {
-            Some(s) => self.queue.update(EventId(l), s),
+            Some(s) => self.queue.update(event(l), s),
             None => {
-                self.queue.remove(EventId(l));
+                self.queue.remove(event(l));
             }
         }
     }

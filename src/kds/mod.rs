@@ -258,12 +258,12 @@ impl BroadPhase {
 
     /// Global edge list.
     pub(crate) fn edges(&self) -> &[[u32; 2]] {
-        dispatch!(&self.inner, l => &l.leaves().edges, s => s.edges())
+        dispatch!(&self.inner, l => l.leaves().edge_list(), s => s.edges())
     }
 
     /// Global triangle list.
     pub(crate) fn triangles(&self) -> &[[u32; 3]] {
-        dispatch!(&self.inner, l => &l.leaves().triangles, s => s.triangles())
+        dispatch!(&self.inner, l => l.leaves().triangle_list(), s => s.triangles())
     }
 
     /// Starts a new horizon `[t, window_end]`.

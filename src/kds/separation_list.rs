@@ -34,15 +34,15 @@
 //! sit in the list's own [`EventQueue`] keyed by pair id, so ties pop in id order and a run is
 //! deterministic.
 
-use super::bvh::Bvh;
+use super::bvh::{Bvh, NodeId};
 use super::kdop::{after, AxisHint, Volume, FIXED_AXES};
-use super::leaves::{Leaves, References, NONE};
+use super::leaves::{LeafId, Leaves, References};
 use super::PAR_MIN_LEN;
 use crate::events::EventId;
 use crate::events::{EventQueue, SparseSlots};
 use crate::penalty::PairKey;
 use crate::profiling::zone;
-use crate::state::VertexState;
+use crate::state::{VertexId, VertexState};
 use rayon::prelude::*;
 
 /// Counters of a separation list (cheap, always on).
@@ -74,12 +74,15 @@ pub struct ListStats {
     pub trees: u64,
 }
 
+/// Marks no pair, and the end of a node's pair list.
+const NONE: u32 = u32::MAX;
+
 /// Node pairs (structure of arrays, indexed by pair id).
 #[derive(Debug, Default)]
 struct Pairs {
     /// The two nodes, `a <= b`.
-    a: Vec<u32>,
-    b: Vec<u32>,
+    a: Vec<NodeId>,
+    b: Vec<NodeId>,
     /// First child pair of an open pair (`NONE` if apart or a leaf pair).
     child: Vec<u32>,
     /// Next sibling under the same parent pair.
@@ -154,11 +157,11 @@ pub(crate) struct SeparationList<V> {
     /// Per vertex: the update epoch that last reset its reference.
     vertex_stamp: Vec<u32>,
     epoch: u32,
-    scratch_nodes: Vec<u32>,
-    scratch_leaves: Vec<u32>,
+    scratch_nodes: Vec<NodeId>,
+    scratch_leaves: Vec<LeafId>,
     /// One bit a leaf, all clear between updates (see [`SeparationList::leaves_of`]).
     leaf_bits: Vec<u64>,
-    scratch_buckets: Vec<u32>,
+    scratch_buckets: Vec<NodeId>,
     /// The fitted volumes of a batch of refitted buckets (at most [`REFIT_BATCH`]).
     scratch_volumes: Vec<V>,
     scratch_pairs: Vec<u32>,
@@ -218,7 +221,7 @@ impl<V: Volume> SeparationList<V> {
         slack: f64,
         eager: bool,
     ) -> Self {
-        let bvh = Self::build_tree(&leaves, state, 0.0);
+        let bvh = Bvh::over(&leaves, state, 0.0);
         let nodes = bvh.len();
         Self {
             refs: References::new(state.len()),
@@ -257,23 +260,6 @@ impl<V: Volume> SeparationList<V> {
         }
     }
 
-    /// A hierarchy over the leaves' centroids at `t`.
-    fn build_tree(leaves: &Leaves, state: &VertexState, t: f64) -> Bvh<V> {
-        let centroids: Vec<_> = (0..leaves.len() as u32)
-            .map(|l| leaves.centroid(l, state, t))
-            .collect();
-        Bvh::build(
-            &centroids,
-            |a, b| leaves.adjacent(a, b),
-            Self::placeholder(),
-        )
-    }
-
-    /// The volume a new hierarchy's nodes hold until they are fitted.
-    fn placeholder() -> V {
-        V::fit(&[glam::DVec3::ZERO], &[glam::DVec3::ZERO], 0.0, 0.0, 0.0)
-    }
-
     /// Replaces the hierarchy by one built over the leaves at `t` and empties the list, whose
     /// pairs name the old nodes; the rebuild that follows starts again from the root's pair.
     fn replace_tree(&mut self, state: &VertexState, t: f64) {
@@ -282,8 +268,8 @@ impl<V: Volume> SeparationList<V> {
         self.free = Vec::new();
         self.cut.clear();
         self.queue.clear();
-        self.bvh = Bvh::build(&[], |_, _| false, Self::placeholder());
-        self.bvh = Self::build_tree(&self.leaves, state, t);
+        self.bvh = Bvh::build(&[], |_, _| false, Bvh::placeholder());
+        self.bvh = Bvh::over(&self.leaves, state, t);
         let nodes = self.bvh.len();
         self.head = vec![NONE; nodes];
         self.node_stamp = vec![0; nodes];
@@ -382,12 +368,13 @@ impl<V: Volume> SeparationList<V> {
             self.built_spread = spread;
         }
         self.rebuilding = true;
-        if self.pairs.a.is_empty() && !self.bvh.is_empty() && self.has_self_pair(0) {
-            self.alloc(0, 0);
+        let root = NodeId::ROOT;
+        if self.pairs.a.is_empty() && !self.bvh.is_empty() && self.has_self_pair(root) {
+            self.alloc(root, root);
             self.stats.open += 1;
             self.stats.apart -= 1;
             self.pairs.set(0, OPEN, true);
-            if self.bvh.bucket(0).is_none() {
+            if self.bvh.bucket(root).is_none() {
                 self.descend_children(0, t);
             }
         }
@@ -441,18 +428,21 @@ impl<V: Volume> SeparationList<V> {
         dirty.clear();
         self.epoch = self.epoch.wrapping_add(1);
         let (refs, t_end, slack) = (&self.refs, self.t_end, self.slack);
-        let strayed: Vec<u32> = vertices
+        let strayed: Vec<VertexId> = vertices
             .par_iter()
             .with_min_len(PAR_MIN_LEN)
             .map_init(
                 || zone!("list_task"),
-                |_, &v| (!refs.follows(v, state, t, t_end, slack)).then_some(v),
+                |_, &v| {
+                    let v = VertexId::new(v);
+                    (!refs.follows(v, state, t, t_end, slack)).then_some(v)
+                },
             )
             .flatten_iter()
             .collect();
         for &v in &strayed {
             self.refs.reset(v, state, self.t_end);
-            self.vertex_stamp[v as usize] = self.epoch;
+            self.vertex_stamp[v.index()] = self.epoch;
         }
         self.leaves_of(&strayed, &mut dirty);
         if !dirty.is_empty() {
@@ -465,7 +455,7 @@ impl<V: Volume> SeparationList<V> {
             for &l in &dirty {
                 let node = self.bvh.leaf_node(l);
                 // Listed once, for its first leaf.
-                if std::mem::replace(&mut stamp[node as usize], epoch) != epoch {
+                if std::mem::replace(&mut stamp[node.index()], epoch) != epoch {
                     buckets.push(node);
                 }
             }
@@ -484,8 +474,8 @@ impl<V: Volume> SeparationList<V> {
                     .collect_into_vec(&mut fitted);
                 (self.bvh).place_buckets(batch, &fitted, span, pads.1, &mut |n, ancestor| {
                     // A bucket is listed once; an ancestor the first time it changes.
-                    if !ancestor || stamp[n as usize] != epoch {
-                        stamp[n as usize] = epoch;
+                    if !ancestor || stamp[n.index()] != epoch {
+                        stamp[n.index()] = epoch;
                         changed.push(n);
                     }
                 });
@@ -534,13 +524,13 @@ impl<V: Volume> SeparationList<V> {
 
     /// Appends the pairs of `nodes` (changed at this update, stamped with the epoch) to
     /// `pairs`, node by node in list order; a pair of two changed nodes only for the smaller.
-    fn pairs_to_retime(&self, nodes: &[u32], pairs: &mut Vec<u32>) {
+    fn pairs_to_retime(&self, nodes: &[NodeId], pairs: &mut Vec<u32>) {
         for &n in nodes {
-            let mut e = self.head[n as usize];
+            let mut e = self.head[n.index()];
             while e != NONE {
                 let (p, side) = (e >> 1, (e & 1) as usize);
                 let other = [self.pairs.b[p as usize], self.pairs.a[p as usize]][side];
-                if other >= n || self.node_stamp[other as usize] != self.epoch {
+                if other >= n || self.node_stamp[other.index()] != self.epoch {
                     pairs.push(p);
                 }
                 e = self.pairs.next[p as usize][side];
@@ -558,7 +548,7 @@ impl<V: Volume> SeparationList<V> {
     /// When many vertices strayed (a whole-mesh kick), they are marked in a bitset over the
     /// leaves and read back in order: listing each vertex's leaves before sorting would hold
     /// every leaf about six times (about 40 MB at 10^6 vertices).
-    fn leaves_of(&mut self, vertices: &[u32], dirty: &mut Vec<u32>) {
+    fn leaves_of(&mut self, vertices: &[VertexId], dirty: &mut Vec<LeafId>) {
         dirty.clear();
         if vertices.len() < self.leaves.len().div_ceil(64) {
             self.leaves_sorted(vertices, dirty);
@@ -568,7 +558,7 @@ impl<V: Volume> SeparationList<V> {
     }
 
     /// [`leaves_of`](Self::leaves_of) for a few vertices: listed, sorted, deduplicated.
-    fn leaves_sorted(&self, vertices: &[u32], dirty: &mut Vec<u32>) {
+    fn leaves_sorted(&self, vertices: &[VertexId], dirty: &mut Vec<LeafId>) {
         for &v in vertices {
             dirty.extend_from_slice(self.leaves.of_vertex(v));
         }
@@ -578,18 +568,18 @@ impl<V: Volume> SeparationList<V> {
 
     /// [`leaves_of`](Self::leaves_of) for many vertices: marked in the bitset, read back in
     /// order, and the bitset cleared.
-    fn leaves_marked(&mut self, vertices: &[u32], dirty: &mut Vec<u32>) {
+    fn leaves_marked(&mut self, vertices: &[VertexId], dirty: &mut Vec<LeafId>) {
         let bits = &mut self.leaf_bits;
         bits.resize(self.leaves.len().div_ceil(64), 0);
         for &v in vertices {
             for &l in self.leaves.of_vertex(v) {
-                bits[l as usize / 64] |= 1 << (l % 64);
+                bits[l.index() / 64] |= 1 << (l.get() % 64);
             }
         }
-        for (w, word) in bits.iter_mut().enumerate() {
+        for (w, word) in (0u32..).step_by(64).zip(bits.iter_mut()) {
             let mut rest = std::mem::take(word);
             while rest != 0 {
-                dirty.push(64 * w as u32 + rest.trailing_zeros());
+                dirty.push(LeafId::new(w + rest.trailing_zeros()));
                 rest &= rest - 1;
             }
         }
@@ -652,7 +642,7 @@ impl<V: Volume> SeparationList<V> {
 
     /// Calls `found` for the feature pairs of leaf nodes `a` and `b` (within the bucket for
     /// `a == b`; [`Leaves::group_features`]).
-    fn node_features(&self, a: u32, b: u32, found: &mut impl FnMut(PairKey)) {
+    fn node_features(&self, a: NodeId, b: NodeId, found: &mut impl FnMut(PairKey)) {
         let (Some(ba), Some(bb)) = (self.bvh.bucket(a), self.bvh.bucket(b)) else {
             return;
         };
@@ -662,7 +652,7 @@ impl<V: Volume> SeparationList<V> {
 
     /// Calls `found` for the feature pairs of leaf nodes `a` and `b` that may come within
     /// `eta1` before the horizon's end ([`References::near`]).
-    fn hand_over(&self, a: u32, b: u32, found: &mut impl FnMut(PairKey)) {
+    fn hand_over(&self, a: NodeId, b: NodeId, found: &mut impl FnMut(PairKey)) {
         self.near_node_features(a, b, |_| true, found);
     }
 
@@ -671,9 +661,9 @@ impl<V: Volume> SeparationList<V> {
     /// ([`References::near_group_features`]).
     fn near_node_features(
         &self,
-        a: u32,
-        b: u32,
-        marked: impl Fn(u32) -> bool,
+        a: NodeId,
+        b: NodeId,
+        marked: impl Fn(VertexId) -> bool,
         found: &mut impl FnMut(PairKey),
     ) {
         let (Some(ba), Some(bb)) = (self.bvh.bucket(a), self.bvh.bucket(b)) else {
@@ -707,14 +697,14 @@ impl<V: Volume> SeparationList<V> {
     }
 
     /// Whether node `n` needs a self pair: an internal node, or a bucket of two or more leaves.
-    fn has_self_pair(&self, n: u32) -> bool {
+    fn has_self_pair(&self, n: NodeId) -> bool {
         self.bvh.bucket(n).is_none_or(|b| b.len() > 1)
     }
 
     /// The leaf nodes paired with leaf node `n` by an open pair (`n` too, when its bucket's self
     /// pair is open), walking the per-node list.
-    fn open_partners(&self, n: u32) -> impl Iterator<Item = u32> + '_ {
-        let mut e = self.head[n as usize];
+    fn open_partners(&self, n: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        let mut e = self.head[n.index()];
         std::iter::from_fn(move || {
             while e != NONE {
                 let (p, side) = ((e >> 1) as usize, (e & 1) as usize);
@@ -736,10 +726,10 @@ impl<V: Volume> SeparationList<V> {
     /// a vertex whose reference changed in this update (stamped `epoch`): the others' answer
     /// cannot have changed. A pair of two leaf nodes refitted in this update is looked at
     /// once, from the larger.
-    fn hand_over_again(&self, n: u32, found: &mut impl FnMut(PairKey)) {
-        let refitted = |m: u32| self.node_stamp[m as usize] == self.epoch;
+    fn hand_over_again(&self, n: NodeId, found: &mut impl FnMut(PairKey)) {
+        let refitted = |m: NodeId| self.node_stamp[m.index()] == self.epoch;
         for m in self.open_partners(n).filter(|&m| m >= n || !refitted(m)) {
-            let moved = |v: u32| self.vertex_stamp[v as usize] == self.epoch;
+            let moved = |v: VertexId| self.vertex_stamp[v.index()] == self.epoch;
             self.near_node_features(n, m, moved, found);
         }
     }
@@ -772,8 +762,8 @@ impl<V: Volume> SeparationList<V> {
     /// by a frontier pair.
     pub(crate) fn audit(&self, state: &VertexState, t: f64) -> Result<(), String> {
         let t_end = self.t_end;
-        for v in 0..state.len() as u32 {
-            let p = state.position_at(v as usize, t);
+        for v in (0..state.len()).map(VertexId::from_usize) {
+            let p = state.position_at(v.index(), t);
             let slack = self.slack * (1.0 + 1e-9) + 1e-12;
             if (p - self.refs.at(v, t, t_end)).length() > slack {
                 return Err(format!(
@@ -781,7 +771,7 @@ impl<V: Volume> SeparationList<V> {
                 ));
             }
             for &l in self.leaves.of_vertex(v) {
-                let vol = &self.bvh.vol[self.bvh.leaf_node(l) as usize];
+                let vol = self.bvh.volume(self.bvh.leaf_node(l));
                 if !vol.holds_point(p, self.margin * (1.0 - 1e-9), t, t_end) {
                     return Err(format!(
                         "vertex {v} is not inside the volume of leaf {l} at t = {t}"
@@ -826,14 +816,8 @@ impl<V: Volume> SeparationList<V> {
                     } else {
                         t_end
                     };
-                    let meets = self.bvh.vol[a as usize]
-                        .overlap_interval_from(
-                            &self.bvh.vol[b as usize],
-                            t,
-                            until,
-                            t_end,
-                            &FIXED_AXES,
-                        )
+                    let meets = (self.bvh.volume(a))
+                        .overlap_interval_from(self.bvh.volume(b), t, until, t_end, &FIXED_AXES)
                         .map(|(s, _)| s)
                         .filter(|&s| s < until);
                     if let Some(s) = meets {
@@ -853,8 +837,8 @@ impl<V: Volume> SeparationList<V> {
         if a == b {
             return Some((f64::NEG_INFINITY, f64::INFINITY));
         }
-        self.bvh.vol[a as usize].overlap_interval_from(
-            &self.bvh.vol[b as usize],
+        self.bvh.volume(a).overlap_interval_from(
+            self.bvh.volume(b),
             self.now,
             self.stop_at(),
             self.t_end,
@@ -867,9 +851,9 @@ impl<V: Volume> SeparationList<V> {
         if a == b {
             return true;
         }
-        self.bvh.vol[a as usize]
+        (self.bvh.volume(a))
             .overlap_interval_from(
-                &self.bvh.vol[b as usize],
+                self.bvh.volume(b),
                 t,
                 self.t_end.max(t),
                 self.t_end.max(t),
@@ -999,13 +983,13 @@ impl<V: Volume> SeparationList<V> {
     }
 
     /// Allocates the apart pair of nodes `a <= b`.
-    fn alloc(&mut self, a: u32, b: u32) -> u32 {
+    fn alloc(&mut self, a: NodeId, b: NodeId) -> u32 {
         let p = match self.free.pop() {
             Some(p) => p,
             None => {
                 let q = &mut self.pairs;
-                q.a.push(0);
-                q.b.push(0);
+                q.a.push(NodeId::ROOT);
+                q.b.push(NodeId::ROOT);
                 q.child.push(NONE);
                 q.sibling.push(NONE);
                 q.flags.push(0);
@@ -1047,17 +1031,17 @@ impl<V: Volume> SeparationList<V> {
         self.free.push(p);
     }
 
-    fn link(&mut self, p: u32, side: usize, node: u32) {
+    fn link(&mut self, p: u32, side: usize, node: NodeId) {
         let entry = p << 1 | side as u32;
-        self.pairs.next[p as usize][side] = self.head[node as usize];
-        self.head[node as usize] = entry;
+        self.pairs.next[p as usize][side] = self.head[node.index()];
+        self.head[node.index()] = entry;
     }
 
     /// Removes side `side` of pair `p` from node `node`'s list, keeping the others' order.
-    fn unlink(&mut self, p: u32, side: usize, node: u32) {
+    fn unlink(&mut self, p: u32, side: usize, node: NodeId) {
         let entry = p << 1 | side as u32;
         let after = self.pairs.next[p as usize][side];
-        let mut link = &mut self.head[node as usize];
+        let mut link = &mut self.head[node.index()];
         while *link != entry {
             debug_assert_ne!(*link, NONE, "pair {p} is not in the list of node {node}");
             let e = *link;
@@ -1118,11 +1102,11 @@ impl<V: Volume> SeparationList<V> {
     fn make_children(&mut self, p: u32) -> u32 {
         let i = p as usize;
         let (a, b) = (self.pairs.a[i], self.pairs.b[i]);
-        let split = |n: u32| match self.bvh.bucket(n) {
-            Some(_) => [n, NONE],
-            None => self.bvh.children(n),
+        let split = |n: NodeId| match self.bvh.bucket(n) {
+            Some(_) => [Some(n), None],
+            None => self.bvh.children(n).map(Some),
         };
-        let mut kids = [(NONE, NONE); 4];
+        let mut kids = [(NodeId::ROOT, NodeId::ROOT); 4];
         let mut count = 0;
         if a == b {
             let [l, r] = self.bvh.children(a);
@@ -1133,8 +1117,8 @@ impl<V: Volume> SeparationList<V> {
                 }
             }
         } else {
-            for &x in split(a).iter().filter(|&&x| x != NONE) {
-                for &y in split(b).iter().filter(|&&y| y != NONE) {
+            for x in split(a).into_iter().flatten() {
+                for y in split(b).into_iter().flatten() {
                     kids[count] = (x.min(y), x.max(y));
                     count += 1;
                 }
@@ -1354,8 +1338,8 @@ mod tests {
     fn the_leaves_of_many_vertices_come_from_the_bitset_in_the_same_order() {
         let (leaves, state) = two_sheets(3.0, 0.0);
         let mut list = SeparationList::<Dop18>::new(leaves, &state, 0.1, 0.025, true);
-        let sorted = |list: &SeparationList<Dop18>, vs: &[u32]| {
-            let mut all: Vec<u32> = vs
+        let sorted = |list: &SeparationList<Dop18>, vs: &[VertexId]| {
+            let mut all: Vec<LeafId> = vs
                 .iter()
                 .flat_map(|&v| list.leaves.of_vertex(v).iter().copied())
                 .collect();
@@ -1363,8 +1347,15 @@ mod tests {
             all.dedup();
             all
         };
+        let vertices = |vs: &[u32]| vs.iter().copied().map(VertexId::new).collect::<Vec<_>>();
         let (mut listed, mut marked, mut chosen) = (Vec::new(), Vec::new(), Vec::new());
-        for vs in [vec![5], vec![31, 0, 16], (0..32).rev().collect(), vec![]] {
+        let every: Vec<u32> = (0..32).rev().collect();
+        for vs in [
+            vertices(&[5]),
+            vertices(&[31, 0, 16]),
+            vertices(&every),
+            vec![],
+        ] {
             list.leaves_sorted(&vs, &mut listed);
             list.leaves_marked(&vs, &mut marked);
             list.leaves_of(&vs, &mut chosen);

@@ -11,46 +11,54 @@
 use glam::DVec3;
 use hashbrown::HashMap;
 
-use crate::mesh::{Csr, TriangleList};
+use super::leaves::Feature;
+use crate::mesh::{Csr, EdgeId, TriangleId, TriangleList};
 use crate::penalty::PairKey;
-use crate::state::VertexState;
+use crate::state::{VertexId, VertexState};
+use crate::typed_index::typed_index;
 
 /// Slack around each vertex sweep, as a fraction of `eta1`: a kick that keeps the sweep inside
 /// it costs no broad-phase work; larger slack means more candidate pairs.
 const SLACK: f64 = 0.25;
 
-/// What a primitive id refers to: ids are vertices, then edges, then triangles.
+typed_index! {
+    /// A primitive: the vertices first, then the edges, then the triangles.
+    struct PrimId;
+}
+
+/// What a [`PrimId`] refers to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Prim {
-    Vertex(u32),
-    Edge(u32),
-    Triangle(u32),
+    Vertex(VertexId),
+    Edge(EdgeId),
+    Triangle(TriangleId),
 }
 
 /// Swept boxes of every vertex and a hash grid of primitive boxes (see the module docs).
 #[derive(Debug)]
 pub(crate) struct SweptBoxes {
-    vertex_edges: Csr,
-    vertex_triangles: Csr,
+    vertex_edges: Csr<EdgeId>,
+    vertex_triangles: Csr<TriangleId>,
     /// Slack added around each vertex sweep, so that small velocity changes need no update.
     pad: f64,
     edges: Vec<[u32; 2]>,
     triangles: TriangleList,
+    /// Per vertex: its swept box.
     lo: Vec<DVec3>,
     hi: Vec<DVec3>,
-    /// Cached primitive boxes (already grown by `margin`), indexed by primitive id.
+    /// Cached primitive boxes (already grown by `margin`), indexed by [`PrimId`].
     prim_lo: Vec<DVec3>,
     prim_hi: Vec<DVec3>,
     margin: f64,
     window_end: f64,
     cell: f64,
-    grid: HashMap<[i64; 3], Vec<u32>>,
+    grid: HashMap<[i64; 3], Vec<PrimId>>,
     /// Per primitive: the cells it is registered in since the last rebuild.
     registered: Vec<CellRange>,
     /// Per primitive: the query stamp that last saw it (dedupes grid queries without sorting).
     seen: Vec<u32>,
     stamp: u32,
-    scratch: Vec<u32>,
+    scratch: Vec<PrimId>,
 }
 
 /// An inclusive box of grid cells.
@@ -105,14 +113,14 @@ impl SweptBoxes {
             edges
                 .iter()
                 .enumerate()
-                .flat_map(|(e, ab)| ab.map(|v| (v, e as u32))),
+                .flat_map(|(e, ab)| ab.map(|v| (v, EdgeId::from_usize(e)))),
         );
         let vertex_triangles = Csr::from_pairs(
             vertex_count,
             triangles
                 .iter()
                 .enumerate()
-                .flat_map(|(t, abc)| abc.map(|v| (v, t as u32))),
+                .flat_map(|(t, abc)| abc.map(|v| (v, TriangleId::from_usize(t)))),
         );
         Self {
             vertex_edges,
@@ -145,46 +153,61 @@ impl SweptBoxes {
         &self.triangles
     }
 
-    fn prim(&self, id: u32) -> Prim {
-        let nv = self.lo.len() as u32;
-        let ne = self.edges.len() as u32;
+    fn prim(&self, id: PrimId) -> Prim {
+        let (id, nv, ne) = (id.index(), self.lo.len(), self.edges.len());
         if id < nv {
-            Prim::Vertex(id)
+            Prim::Vertex(VertexId::from_usize(id))
         } else if id < nv + ne {
-            Prim::Edge(id - nv)
+            Prim::Edge(EdgeId::from_usize(id - nv))
         } else {
-            Prim::Triangle(id - nv - ne)
+            Prim::Triangle(TriangleId::from_usize(id - nv - ne))
         }
     }
 
-    fn prim_count(&self) -> u32 {
-        (self.lo.len() + self.edges.len() + self.triangles.len()) as u32
+    /// The primitive id of vertex `v`.
+    fn vertex_prim(&self, v: VertexId) -> PrimId {
+        PrimId::new(v.get())
+    }
+
+    /// The primitive id of edge `e`.
+    fn edge_prim(&self, e: EdgeId) -> PrimId {
+        PrimId::from_usize(self.lo.len() + e.index())
+    }
+
+    /// The primitive id of triangle `t`.
+    fn triangle_prim(&self, t: TriangleId) -> PrimId {
+        PrimId::from_usize(self.lo.len() + self.edges.len() + t.index())
+    }
+
+    /// Every primitive, in id order.
+    fn prims(&self) -> impl Iterator<Item = PrimId> {
+        (0..self.lo.len() + self.edges.len() + self.triangles.len()).map(PrimId::from_usize)
     }
 
     /// The cached box of primitive `id`.
     #[inline]
-    fn prim_box(&self, id: u32) -> (DVec3, DVec3) {
-        (self.prim_lo[id as usize], self.prim_hi[id as usize])
+    fn prim_box(&self, id: PrimId) -> (DVec3, DVec3) {
+        (self.prim_lo[id.index()], self.prim_hi[id.index()])
     }
 
     /// Recomputes the cached box of primitive `id` from its vertices' boxes.
-    fn refresh_prim(&mut self, id: u32) {
+    fn refresh_prim(&mut self, id: PrimId) {
         let (lo, hi) = self.compute_prim_box(id);
-        self.prim_lo[id as usize] = lo;
-        self.prim_hi[id as usize] = hi;
+        self.prim_lo[id.index()] = lo;
+        self.prim_hi[id.index()] = hi;
     }
 
-    fn compute_prim_box(&self, id: u32) -> (DVec3, DVec3) {
+    fn compute_prim_box(&self, id: PrimId) -> (DVec3, DVec3) {
         let union = |vs: &[u32]| {
-            vs.iter()
-                .fold((DVec3::INFINITY, DVec3::NEG_INFINITY), |(lo, hi), &v| {
-                    (lo.min(self.lo[v as usize]), hi.max(self.hi[v as usize]))
+            (vs.iter().copied().map(VertexId::new))
+                .fold((DVec3::INFINITY, DVec3::NEG_INFINITY), |(lo, hi), v| {
+                    (lo.min(self.lo[v.index()]), hi.max(self.hi[v.index()]))
                 })
         };
         let (lo, hi) = match self.prim(id) {
-            Prim::Vertex(v) => union(&[v]),
-            Prim::Edge(e) => union(&self.edges[e as usize]),
-            Prim::Triangle(t) => union(&self.triangles[t as usize]),
+            Prim::Vertex(v) => union(&[v.get()]),
+            Prim::Edge(e) => union(&self.edges[e.index()]),
+            Prim::Triangle(t) => union(&self.triangles[t.index()]),
         };
         (lo - self.margin, hi + self.margin)
     }
@@ -192,7 +215,8 @@ impl SweptBoxes {
     /// Sweeps vertex `i` from `t` to the window's end. Unless `reset`, a sweep that still fits
     /// in the vertex's current box changes nothing (returns false); otherwise the box becomes
     /// the sweep grown by the slack `pad` (returns true).
-    fn sweep_vertex(&mut self, state: &VertexState, i: usize, t: f64, reset: bool) -> bool {
+    fn sweep_vertex(&mut self, state: &VertexState, v: VertexId, t: f64, reset: bool) -> bool {
+        let i = v.index();
         let a = state.position_at(i, t);
         let b = state.position_at(i, self.window_end.max(t));
         let (lo, hi) = (a.min(b), a.max(b));
@@ -215,10 +239,10 @@ impl SweptBoxes {
 
     /// Registers primitive `id` in every cell its current box covers that it is not yet
     /// registered in (since the last rebuild), so cells never hold duplicates.
-    fn register(&mut self, id: u32) {
+    fn register(&mut self, id: PrimId) {
         let (lo, hi) = self.prim_box(id);
         let new = self.cell_range(lo, hi);
-        let old = self.registered[id as usize];
+        let old = self.registered[id.index()];
         if old.contains(&new) {
             return;
         }
@@ -228,7 +252,7 @@ impl SweptBoxes {
                 self.grid.entry(key).or_default().push(id);
             }
         }
-        self.registered[id as usize] = union;
+        self.registered[id.index()] = union;
     }
 
     /// Starts a new window `[t, window_end)`: sweeps every vertex and rebuilds the grid. Calls
@@ -241,17 +265,17 @@ impl SweptBoxes {
         found: &mut impl FnMut(PairKey),
     ) {
         self.window_end = window_end;
-        for i in 0..state.len() {
-            self.sweep_vertex(state, i, t, true);
+        for v in (0..state.len()).map(VertexId::from_usize) {
+            self.sweep_vertex(state, v, t, true);
         }
-        for id in 0..self.prim_count() {
+        for id in self.prims() {
             self.refresh_prim(id);
         }
         // Cells about the size of the mean triangle box: a few primitives per cell.
         let n = self.triangles.len().max(1) as f64;
-        let mean: f64 = (0..self.triangles.len() as u32)
+        let mean: f64 = (0..self.triangles.len())
             .map(|t| {
-                let (lo, hi) = self.prim_box(self.lo.len() as u32 + self.edges.len() as u32 + t);
+                let (lo, hi) = self.prim_box(self.triangle_prim(TriangleId::from_usize(t)));
                 (hi - lo).max_element()
             })
             .sum::<f64>()
@@ -259,16 +283,16 @@ impl SweptBoxes {
         self.cell = mean.max(4.0 * self.margin).max(1e-6);
         self.grid.clear();
         self.registered.fill(CellRange::EMPTY);
-        for id in 0..self.prim_count() {
+        for id in self.prims() {
             self.register(id);
         }
         // Each cell lists its primitives by increasing id: vertices, then edges, then
         // triangles. Only vertex-triangle and edge-edge pairs are candidates.
-        let nv = self.lo.len() as u32;
-        let ne = nv + self.edges.len() as u32;
+        let first_edge = PrimId::from_usize(self.lo.len());
+        let first_triangle = PrimId::from_usize(self.lo.len() + self.edges.len());
         for ids in self.grid.values() {
-            let edges_start = ids.partition_point(|&id| id < nv);
-            let tris_start = ids.partition_point(|&id| id < ne);
+            let edges_start = ids.partition_point(|&id| id < first_edge);
+            let tris_start = ids.partition_point(|&id| id < first_triangle);
             for &v in &ids[..edges_start] {
                 for &t in &ids[tris_start..] {
                     if let Some(pair) = self.candidate(v, t) {
@@ -300,14 +324,13 @@ impl SweptBoxes {
     ) {
         let mut prims = std::mem::take(&mut self.scratch);
         prims.clear();
-        let nv = self.lo.len() as u32;
-        let ne = self.edges.len() as u32;
-        for &v in vertices {
-            if self.sweep_vertex(state, v as usize, t, false) {
-                prims.push(v);
-                let i = v as usize;
-                prims.extend(self.vertex_edges.row(i).iter().map(|&e| nv + e));
-                prims.extend(self.vertex_triangles.row(i).iter().map(|&t| nv + ne + t));
+        for v in vertices.iter().copied().map(VertexId::new) {
+            if self.sweep_vertex(state, v, t, false) {
+                prims.push(self.vertex_prim(v));
+                let edges = self.vertex_edges.row(v.index()).iter();
+                prims.extend(edges.map(|&e| self.edge_prim(e)));
+                let triangles = self.vertex_triangles.row(v.index()).iter();
+                prims.extend(triangles.map(|&t| self.triangle_prim(t)));
             }
         }
         prims.sort_unstable();
@@ -326,8 +349,8 @@ impl SweptBoxes {
                     continue;
                 };
                 for &b in ids {
-                    if self.seen[b as usize] != self.stamp {
-                        self.seen[b as usize] = self.stamp;
+                    if self.seen[b.index()] != self.stamp {
+                        self.seen[b.index()] = self.stamp;
                         if let Some(pair) = self.candidate(a, b) {
                             found(pair);
                         }
@@ -354,31 +377,29 @@ impl SweptBoxes {
 
     /// Whether the boxes of the two primitives of `pair` overlap now.
     pub(crate) fn overlaps(&self, pair: PairKey) -> bool {
-        let nv = self.lo.len() as u32;
-        let ne = self.edges.len() as u32;
-        let (a, b) = match pair {
-            PairKey::VertexTriangle(v, t) => (v, nv + ne + t),
-            PairKey::EdgeEdge(e, f) => (nv + e, nv + f),
+        let (a, b) = match Feature::of(pair) {
+            Feature::VertexTriangle(v, t) => (self.vertex_prim(v), self.triangle_prim(t)),
+            Feature::EdgeEdge(e, f) => (self.edge_prim(e), self.edge_prim(f)),
         };
         boxes_overlap(self.prim_box(a), self.prim_box(b))
     }
 
     /// The pair formed by primitives `a` and `b` if it is a VT or EE pair of primitives sharing no
     /// vertex whose boxes overlap.
-    fn candidate(&self, a: u32, b: u32) -> Option<PairKey> {
+    fn candidate(&self, a: PrimId, b: PrimId) -> Option<PairKey> {
         let pair = match (self.prim(a), self.prim(b)) {
             (Prim::Vertex(v), Prim::Triangle(t)) | (Prim::Triangle(t), Prim::Vertex(v)) => {
-                if self.triangles[t as usize].contains(&v) {
+                if self.triangles[t.index()].contains(&v.get()) {
                     return None;
                 }
-                PairKey::VertexTriangle(v, t)
+                Feature::vertex_triangle(v, t)
             }
             (Prim::Edge(e), Prim::Edge(f)) if e != f => {
-                let (ea, fa) = (self.edges[e as usize], self.edges[f as usize]);
+                let (ea, fa) = (self.edges[e.index()], self.edges[f.index()]);
                 if ea.iter().any(|v| fa.contains(v)) {
                     return None;
                 }
-                PairKey::EdgeEdge(e.min(f), e.max(f))
+                Feature::edge_edge(e, f)
             }
             _ => return None,
         };

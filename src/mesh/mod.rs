@@ -22,6 +22,16 @@ pub use csr::Csr;
 /// A triangle list (global vertex indices) shared read-only by the simulation, its broad
 /// phase and its contact topology: one copy in memory (12 bytes a triangle each otherwise).
 pub type TriangleList = std::sync::Arc<[[u32; 3]]>;
+
+typed_index! {
+    /// A triangle: an index into a triangle list ([`TriMesh::triangles`], [`TriangleList`]).
+    pub(crate) struct TriangleId;
+}
+
+typed_index! {
+    /// An edge: an index into an edge list of vertex pairs ([`Topology::edges`]).
+    pub(crate) struct EdgeId;
+}
 pub(crate) use generators::seeded_unit;
 pub use generators::{bed_of_nails, cylinder, icosphere, lumpy_sphere, open_box, ribbon, sheet};
 pub use obj::{parse_obj, read_obj, single_word, write_obj, write_obj_positions, ObjGroup};
@@ -30,6 +40,7 @@ pub use strip::{strip_triangles, triangle_strips, RESTART};
 pub use topology::{lumped_masses, Hinge, Topology, NO_TRIANGLE};
 pub use uv::Uvs;
 
+use crate::typed_index::typed_index;
 use glam::{DQuat, DVec3};
 
 /// A raw triangle mesh: positions + triangles (counter-clockwise = outward/up normal).

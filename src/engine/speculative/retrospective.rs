@@ -44,12 +44,13 @@ use rayon::prelude::*;
 
 use super::history::{History, Path};
 use crate::engine::contact::{feature_distance, LayerChange, ACTIVATION, KINEMATIC_REACH};
-use crate::kds::bvh::Bvh;
+use crate::kds::bvh::{Bvh, NodeId};
 use crate::kds::kdop::{Dop18, Volume, TOLERANCE};
-use crate::kds::leaves::Leaves;
+use crate::kds::leaves::{LeafId, Leaves};
 use crate::penalty::layers::LayerSchedule;
 use crate::penalty::{ContactKey, PairKey};
 use crate::profiling::zone;
+use crate::state::VertexId;
 
 /// Leaf nodes per rayon task when the volumes are fitted.
 const PAR_MIN_LEN: usize = 256;
@@ -185,7 +186,7 @@ impl Retrospective {
 
     /// The four vertices of `key`.
     pub(super) fn key_vertices(&self, key: PairKey) -> [u32; 4] {
-        self.leaves.key_vertices(key)
+        self.leaves.key_vertices(key).map(VertexId::get)
     }
 
     /// Every feature pair whose swept volumes, grown by `reach / 2` each, may overlap at some
@@ -197,7 +198,7 @@ impl Retrospective {
         }
         self.fit(history, reach / 2.0);
         // Node pairs, expanded breadth first until there are enough to share out.
-        let mut frontier = vec![(0u32, 0u32)];
+        let mut frontier = vec![(NodeId::ROOT, NodeId::ROOT)];
         while frontier.len() < TRAVERSAL_TASKS {
             let mut next = Vec::with_capacity(2 * frontier.len());
             let mut expanded = false;
@@ -232,8 +233,8 @@ impl Retrospective {
     /// or the child pairs to `push`. Returns whether it pushed any.
     fn descend(
         &self,
-        (a, b): (u32, u32),
-        push: &mut impl FnMut((u32, u32)),
+        (a, b): (NodeId, NodeId),
+        push: &mut impl FnMut((NodeId, NodeId)),
         found: &mut impl FnMut(PairKey),
     ) -> bool {
         let bvh = self.bvh.as_ref().expect("fitted");
@@ -241,7 +242,7 @@ impl Retrospective {
         // Neighbouring buckets always overlap: each leaf pair, and then each feature pair, is
         // filtered by its own sides.
         let mut near = |k: PairKey| {
-            let v = leaves.key_vertices(k);
+            let v = leaves.key_vertices(k).map(VertexId::get);
             let (p, q) = sides(k, &v);
             if Ends::unions_meet(&self.vertex_ends, p, q, self.tolerance) {
                 found(k);
@@ -264,7 +265,7 @@ impl Retrospective {
                 }
             };
         }
-        if !Ends::unions_meet(&self.node_ends, &[a], &[b], self.tolerance) {
+        if !Ends::unions_meet(&self.node_ends, &[a.get()], &[b.get()], self.tolerance) {
             return false;
         }
         match (bvh.bucket(a), bvh.bucket(b)) {
@@ -291,8 +292,8 @@ impl Retrospective {
     /// Hands the feature pairs of leaves `p` and `q` to `near` if the leaves' volumes may meet,
     /// each feature pair by the leaves that own its vertex and edges only
     /// ([`Leaves::owned_features`]).
-    fn leaf_features(&self, p: u32, q: u32, near: &mut impl FnMut(PairKey)) {
-        if Ends::unions_meet(&self.leaf_ends, &[p], &[q], self.tolerance) {
+    fn leaf_features(&self, p: LeafId, q: LeafId, near: &mut impl FnMut(PairKey)) {
+        if Ends::unions_meet(&self.leaf_ends, &[p.get()], &[q.get()], self.tolerance) {
             self.leaves.owned_features(p, q, near);
         }
     }
@@ -305,10 +306,10 @@ impl Retrospective {
             .as_ref()
             .is_some_and(|b| b.spread() > LOOSE * self.built_spread);
         if self.bvh.is_none() || loose {
-            let centroids: Vec<DVec3> = (0..self.leaves.len() as u32)
+            let centroids: Vec<DVec3> = (self.leaves.ids())
                 .map(|l| {
                     let (sum, n) = (self.leaves.verts(l)).fold((DVec3::ZERO, 0.0), |(s, n), v| {
-                        (s + history.start_position(v), n + 1.0)
+                        (s + history.start_position(v.get()), n + 1.0)
                     });
                     sum / n
                 })
@@ -332,7 +333,7 @@ impl Retrospective {
     /// leaf nodes' in parallel, then the internal nodes bottom up.
     fn refit(&mut self, history: &History, pad: f64) {
         let (t, t_end) = history.span();
-        let n = self.leaves.vertex_leaves.rows();
+        let n = self.leaves.vertex_count();
         self.vertex_vol.clear();
         self.vertex_vol.par_extend(
             (0..n as u32)
@@ -350,7 +351,10 @@ impl Retrospective {
                 .with_min_len(PAR_MIN_LEN)
                 .map_init(
                     || zone!("check_task"),
-                    |_, l| Ends::union(leaves.verts(l).map(|v| &vertex_ends[v as usize])),
+                    |_, l| {
+                        let verts = leaves.verts(LeafId::new(l));
+                        Ends::union(verts.map(|v| &vertex_ends[v.index()]))
+                    },
                 ),
         );
         let bvh = self.bvh.as_mut().expect("built");
@@ -363,17 +367,18 @@ impl Retrospective {
             .for_each_init(
                 || (zone!("check_task"), Vec::new()),
                 |(_, verts), (n, v)| {
-                    if let Some(bucket) = frozen.bucket(n as u32) {
+                    if let Some(bucket) = frozen.bucket(NodeId::from_usize(n)) {
                         verts.clear();
-                        verts.extend(bucket.iter().flat_map(|&l| leaves.verts(l)));
+                        let ids = bucket.iter().flat_map(|&l| leaves.verts(l));
+                        verts.extend(ids.map(VertexId::get));
                         *v = Dop18::union_all(vertex_vol, verts, t, t_end);
                     }
                 },
             );
-        for n in (0..vol.len()).rev() {
-            if bvh.bucket(n as u32).is_none() {
-                let [a, b] = bvh.children(n as u32);
-                vol[n] = vol[a as usize].union(&vol[b as usize], t, t_end);
+        for n in bvh.ids().rev() {
+            if bvh.bucket(n).is_none() {
+                let [a, b] = bvh.children(n);
+                vol[n.index()] = vol[a.index()].union(&vol[b.index()], t, t_end);
             }
         }
         Ends::of_all(&vol, (t, t_end), &mut self.node_ends);
@@ -1050,11 +1055,11 @@ mod tests {
                 x[i] + v * s + kick * (s - t).max(0.0)
             };
             let leaves = &detector.leaves;
-            for a in 0..leaves.len() as u32 {
-                for b in a + 1..leaves.len() as u32 {
+            for a in leaves.ids() {
+                for b in leaves.ids().filter(|&b| b > a) {
                     let mut near = Vec::new();
                     leaves.features(a, b, &mut |k| {
-                        let v = leaves.key_vertices(k);
+                        let v = leaves.key_vertices(k).map(VertexId::get);
                         let (p, q) = sides(k, &v);
                         let close = (0..=100).any(|j| {
                             let s = j as f64 / 100.0;
