@@ -373,7 +373,7 @@ impl BroadPhase {
 
 impl BroadPhaseStats {
     fn fill_list<V: kdop::Volume>(&mut self, l: &SeparationList<V>) {
-        self.list = Some(l.stats().clone());
+        self.list = Some(l.stats());
         self.certificates = l.certificates();
         self.bytes = l.bytes();
     }
