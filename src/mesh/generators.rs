@@ -3,7 +3,8 @@
 //! Every generator checks its arguments, validates its output (so a returned mesh always
 //! passes [`TriMesh::validate`]) and reports problems as [`MeshError::InvalidGenerator`].
 
-use super::{MeshError, TriMesh};
+use super::error::MeshError;
+use super::tri_mesh::TriMesh;
 use glam::{DQuat, DVec3};
 use hashbrown::HashMap;
 use std::f64::consts::TAU;

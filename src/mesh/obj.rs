@@ -1,6 +1,8 @@
 //! A small Wavefront OBJ reader and writer: positions, faces and texture coordinates.
 
-use super::{MeshError, TriMesh, Uvs};
+use super::error::MeshError;
+use super::tri_mesh::TriMesh;
+use super::uv::Uvs;
 use crate::profiling::zone;
 use glam::{DVec2, DVec3};
 use std::io::Write;

@@ -1,6 +1,8 @@
 //! Reading the binary PLY frames acm writes (`acm run --format ply`), for `acm check`.
 
-use super::{strip_triangles, MeshError, TriMesh};
+use super::error::MeshError;
+use super::strip::strip_triangles;
+use super::tri_mesh::TriMesh;
 
 /// Parses a binary little-endian PLY of triangles: `element vertex` with `float` properties
 /// (`x`, `y` and `z` among them; velocities or others are skipped), then either

@@ -4,7 +4,7 @@
 //! is `(s[k-2], s[k-1], s[k])` for even `k` and `(s[k-1], s[k-2], s[k])` for odd `k`, so every
 //! triangle keeps its winding.
 
-use super::Csr;
+use super::csr::Csr;
 
 /// The index that ends one strip and starts the next (`-1` read as a signed PLY `int`).
 pub const RESTART: u32 = u32::MAX;

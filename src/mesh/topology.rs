@@ -1,7 +1,9 @@
 //! Derived connectivity: edges, edge -> triangles, bending hinges, vertex adjacency.
 
+use super::csr::Csr;
+use super::error::MeshError;
+use super::tri_mesh::TriMesh;
 use super::validate::validate_with_edges;
-use super::{Csr, MeshError, TriMesh};
 
 /// Marks the missing second triangle of a boundary edge in [`Topology::edge_triangles`].
 pub const NO_TRIANGLE: u32 = u32::MAX;

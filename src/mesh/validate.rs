@@ -1,6 +1,7 @@
 //! Mesh validation.
 
-use super::{MeshError, TriMesh};
+use super::error::MeshError;
+use super::tri_mesh::TriMesh;
 use hashbrown::HashMap;
 
 /// One triangle's use of an undirected edge: `(min vertex, max vertex, triangle)`.

@@ -6,7 +6,10 @@ use std::borrow::Cow;
 
 use glam::DVec3;
 
-use super::{owner, ClockRange, Clocks, Force, ForceTarget, Model, ModelSize, ObjectRange};
+use super::contents::Model;
+use super::forces::{Force, ForceTarget};
+use super::objects::{owner, ObjectRange};
+use super::size::{ClockRange, Clocks, ModelSize};
 use crate::forces::external::{Drag, PrescribedForce, ScriptedMotion};
 use crate::forces::{ElementKernel, HingeFamily, HingeKernel, SpringFamily, SpringKernel};
 use crate::mesh::{lumped_masses, Topology, TriMesh, TriangleList};

@@ -6,7 +6,7 @@
 //! families. A tick is a kick of the velocities of the vertices it acts on, at the positions of
 //! its time ([`Model::tick_force`]).
 
-use super::Model;
+use super::contents::Model;
 use crate::forces::external::{gravity_tick, vertex_gravity_tick};
 
 /// What a force acts through.

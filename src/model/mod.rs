@@ -9,122 +9,14 @@
 //! results compare on equal terms.
 
 mod build;
+mod contents;
 mod forces;
 mod objects;
 mod size;
 
-use glam::DVec3;
-
-use crate::forces::external::{Drag, PrescribedForce, ScriptedMotion};
-use crate::forces::{HingeFamily, SpringFamily};
-use crate::mesh::TriangleList;
-use crate::state::VertexState;
-
 pub(crate) use build::finest_clock_allowed;
+pub use contents::Model;
 pub use forces::{Force, ForceTarget};
 pub use objects::ObjectRange;
 pub(crate) use objects::{describe_vertices, owner};
 pub use size::{ClockRange, Clocks, ModelSize};
-
-/// What is simulated (see the module docs).
-#[derive(Debug)]
-pub struct Model {
-    /// Scene name.
-    pub(crate) name: String,
-    /// Objects and their slices of the global buffers.
-    pub(crate) objects: Vec<ObjectRange>,
-    /// All triangles, in global vertex indices (one copy, shared with the broad phase).
-    pub(crate) triangles: TriangleList,
-    /// All edges, in global vertex indices, when the scene has contact (the penalty layers'
-    /// edge-edge pairs); empty otherwise.
-    pub(crate) edges: Vec<[u32; 2]>,
-    /// The vertex buffers.
-    pub(crate) state: VertexState,
-    /// The stretching family.
-    pub(crate) springs: SpringFamily,
-    /// The bending family.
-    pub(crate) hinges: HingeFamily,
-    /// Gravitational acceleration (cm/s^2).
-    pub(crate) gravity: DVec3,
-    /// Prescribed forces.
-    pub(crate) prescribed: Vec<PrescribedForce>,
-    /// Air drag.
-    pub(crate) drag: Drag,
-    /// Scripted motions.
-    pub(crate) scripts: Vec<ScriptedMotion>,
-    /// Every force and its clock.
-    pub(crate) forces: Vec<Force>,
-    /// Time between frames (s).
-    pub(crate) frame_interval: f64,
-    /// The clocks, for reports.
-    pub(crate) clocks: Clocks,
-    /// The size, for reports.
-    pub(crate) size: ModelSize,
-}
-
-impl Model {
-    /// Scene name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Objects and their slices of the global buffers.
-    pub fn objects(&self) -> &[ObjectRange] {
-        &self.objects
-    }
-
-    /// All triangles, in global vertex indices.
-    pub fn triangles(&self) -> &[[u32; 3]] {
-        &self.triangles
-    }
-
-    /// The vertex buffers (positions at each vertex's own clock; see [`VertexState`]).
-    pub fn state(&self) -> &VertexState {
-        &self.state
-    }
-
-    /// The stretching family.
-    pub fn springs(&self) -> &SpringFamily {
-        &self.springs
-    }
-
-    /// The bending family.
-    pub fn hinges(&self) -> &HingeFamily {
-        &self.hinges
-    }
-
-    /// Gravitational acceleration (cm/s^2).
-    pub fn gravity(&self) -> DVec3 {
-        self.gravity
-    }
-
-    /// Every force and its clock.
-    pub fn forces(&self) -> &[Force] {
-        &self.forces
-    }
-
-    /// Time between frames (s).
-    pub fn frame_interval(&self) -> f64 {
-        self.frame_interval
-    }
-
-    /// The force clocks.
-    pub fn clocks(&self) -> &Clocks {
-        &self.clocks
-    }
-
-    /// The model's size.
-    pub fn size(&self) -> &ModelSize {
-        &self.size
-    }
-
-    /// Writes every vertex's position at time `s` into `out`.
-    pub fn positions_at(&self, s: f64, out: &mut Vec<DVec3>) {
-        self.state.positions_at(s, out);
-    }
-
-    /// Global vertices in a user's terms (`vertex 3 of "sheet"`, see [`ObjectRange`]).
-    pub fn describe(&self, vertices: &[u32]) -> String {
-        describe_vertices(&self.objects, vertices)
-    }
-}

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use crate::{Frame, FrameSink, RunError};
 
-use super::CsvFile;
+use super::files::CsvFile;
 
 /// Appends a row per frame: time, pairs with a penalty layer active, deepest active layer.
 #[derive(Debug)]

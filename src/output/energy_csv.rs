@@ -5,7 +5,7 @@ use std::path::Path;
 use crate::check::measure;
 use crate::{Frame, FrameSink, RunError};
 
-use super::CsvFile;
+use super::files::CsvFile;
 
 /// Appends a row per frame: time, kinetic, elastic, gravity, penalty, total energy, momentum
 /// (x, y, z), angular momentum (x, y, z).

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use crate::mesh::{write_obj_positions, ObjGroup, Uvs};
 use crate::{Frame, FrameSink, RunError};
 
-use super::{write_whole, FrameFormat, FrameWriter};
+use super::files::write_whole;
+use super::frame_format::{clear_frames, FrameFormat, FrameWriter};
 
 /// The path of OBJ frame `index` in `dir`.
 pub fn frame_path(dir: &Path, index: u64) -> PathBuf {
@@ -29,7 +30,7 @@ impl ObjFrames {
     /// Prepares `dir` as [`FrameFormat::create`] does; `uvs` are the objects' texture
     /// coordinates in the scene's order (empty when there are none).
     pub fn create(dir: &Path, uvs: Vec<Option<Uvs>>) -> std::io::Result<Self> {
-        super::clear_frames(dir)?;
+        clear_frames(dir)?;
         Ok(Self {
             dir: dir.to_path_buf(),
             objects: Vec::new(),

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use crate::mesh::{single_word, triangle_strips};
 use crate::{Frame, FrameSink, RunError};
 
-use super::{write_whole, FrameFormat, FrameWriter};
+use super::files::write_whole;
+use super::frame_format::{clear_frames, FrameFormat, FrameWriter};
 
 /// How PLY frames store the triangles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,7 +44,7 @@ impl PlyFrames {
 
     /// Prepares `dir` as [`FrameFormat::create`] does.
     pub fn create(dir: &Path, topology: PlyTopology) -> std::io::Result<Self> {
-        super::clear_frames(dir)?;
+        clear_frames(dir)?;
         Ok(Self {
             dir: dir.to_path_buf(),
             topology,

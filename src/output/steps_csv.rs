@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::{Frame, FrameSink, RunError};
 
-use super::CsvFile;
+use super::files::CsvFile;
 
 /// Bins per decade of time step.
 const BINS_PER_DECADE: i32 = 4;

@@ -14,7 +14,7 @@ use crate::state::VertexKind;
 use crate::{Frame, FrameSink, RunError};
 
 use super::files::{named, write_whole};
-use super::FrameWriter;
+use super::frame_format::{clear_frames, FrameWriter};
 
 /// The stage's file name in the output directory.
 pub const USD_FILE: &str = "frames.usda";
@@ -80,7 +80,7 @@ impl UsdStage {
     /// Prepares `dir` as [`super::FrameFormat::create`] does; the stage is written by
     /// `finish`.
     pub fn create(dir: &Path) -> std::io::Result<Self> {
-        super::clear_frames(dir)?;
+        clear_frames(dir)?;
         let path = dir.join(USD_FILE);
         let spool_path = dir.join(format!(".{USD_FILE}.samples"));
         let spool = File::create(&spool_path).map_err(|e| named(&spool_path, e))?;

@@ -10,46 +10,16 @@
 //! * `steps.png`: the histogram of vertex time steps over all frames.
 
 mod charts;
+mod error;
 mod table;
+
+pub use charts::SIZE;
+pub use error::PlotError;
 
 use std::path::{Path, PathBuf};
 
 use charts::{Bar, Panel};
 use table::Table;
-
-/// Width and height of every chart (pixels).
-pub const SIZE: (u32, u32) = (1200, 900);
-
-/// Why a directory could not be plotted; every variant names the file.
-#[derive(Debug, thiserror::Error)]
-pub enum PlotError {
-    /// A file or the directory could not be read.
-    #[error("{}: {source}", path.display())]
-    Read {
-        /// The file or directory.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// A CSV file is not what `acm run` writes.
-    #[error("{}:{line}: {message}", path.display())]
-    Malformed {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line.
-        line: usize,
-        /// What is wrong.
-        message: String,
-    },
-    /// A chart could not be drawn or written.
-    #[error("{}: cannot write the chart: {message}", path.display())]
-    Draw {
-        /// The PNG file.
-        path: PathBuf,
-        /// The drawing error.
-        message: String,
-    },
-}
 
 /// What [`plot_dir`] did.
 #[derive(Debug, Default)]

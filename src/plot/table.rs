@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::PlotError;
+use super::error::PlotError;
 
 /// The columns of one CSV file, read whole.
 #[derive(Debug)]

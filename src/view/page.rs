@@ -6,7 +6,7 @@ use std::io::Write;
 
 use super::camera::{Camera, FOV_Y, VIEW_DIRECTION};
 use super::frames::{spans_or_whole, FrameSet};
-use super::object_colour;
+use super::palette::object_colour;
 
 /// The page, with `__TITLE__` and `__DATA__` to fill in.
 const TEMPLATE: &str = include_str!("viewer.html");

@@ -7,7 +7,8 @@
 use glam::DVec3;
 
 use super::camera::Camera;
-use super::{object_colour, ObjectSpan};
+use super::frames::ObjectSpan;
+use super::palette::object_colour;
 use crate::mesh::TriMesh;
 
 /// An 8-bit RGB picture, rows from the top.
