@@ -321,24 +321,10 @@ fn cell_keys(r: [(u64, u64); 3]) -> impl Iterator<Item = u64> {
 }
 
 fn audit_core(positions: &[DVec3], triangles: &[[u32; 3]], cutoff: f64) -> Acc {
-    let n = triangles.len();
-    if n < 2 {
+    if triangles.len() < 2 {
         return Acc::EMPTY;
     }
-    let raw: Vec<Aabb> = triangles
-        .par_iter()
-        .with_min_len(BOX_TASK)
-        .map_init(
-            || zone!("audit_task"),
-            |_, t| {
-                let [a, b, c] = t.map(|v| positions[v as usize]);
-                Aabb {
-                    lo: a.min(b).min(c),
-                    hi: a.max(b).max(c),
-                }
-            },
-        )
-        .collect();
+    let raw = triangle_boxes(positions, triangles);
     let scene = raw.iter().fold(raw[0], |s, b| Aabb {
         lo: s.lo.min(b.lo),
         hi: s.hi.max(b.hi),
@@ -364,62 +350,115 @@ fn audit_core(positions: &[DVec3], triangles: &[[u32; 3]], cutoff: f64) -> Acc {
         inflated,
         cutoff,
     };
+    let Some(grid) = audit_grid(&ctx.inflated, scene, half) else {
+        // Astronomically large coordinates: one cell holding everything is still exact.
+        return brute_force(&ctx);
+    };
+    let ranges: Vec<[(u64, u64); 3]> = (ctx.inflated.par_iter().with_min_len(BOX_TASK))
+        .map_init(|| zone!("audit_task"), |_, b| grid.range(b))
+        .collect();
+    let cells = CellLists::build(&ranges);
+    pairs_in_cells(&ctx, &cells, &ranges).join(pairs_with_big_boxes(&ctx, &cells.big))
+}
 
+/// Each triangle's bounding box.
+fn triangle_boxes(positions: &[DVec3], triangles: &[[u32; 3]]) -> Vec<Aabb> {
+    triangles
+        .par_iter()
+        .with_min_len(BOX_TASK)
+        .map_init(
+            || zone!("audit_task"),
+            |_, t| {
+                let [a, b, c] = t.map(|v| positions[v as usize]);
+                Aabb {
+                    lo: a.min(b).min(c),
+                    hi: a.max(b).max(c),
+                }
+            },
+        )
+        .collect()
+}
+
+/// The uniform grid over the inflated boxes: cells the mean box size, or coarser where the
+/// scene would need more than `MAX_DIM` cells a side; `None` where the extent is not finite.
+fn audit_grid(inflated: &[Aabb], scene: Aabb, half: f64) -> Option<Grid> {
     let lo = scene.lo - DVec3::splat(half);
     let extent = (scene.hi + DVec3::splat(half)) - lo;
-    let mean_size = ctx
-        .inflated
+    let mean_size = inflated
         .iter()
         .map(|b| (b.hi - b.lo).max_element())
         .sum::<f64>()
-        / n as f64;
+        / inflated.len() as f64;
     let mut cell = mean_size.max(extent.max_element() / (MAX_DIM - 1) as f64);
     if cell.is_nan() || cell <= 0.0 {
         cell = 1.0;
     }
     if !extent.is_finite() || !cell.is_finite() {
-        // Astronomically large coordinates: one cell holding everything is still exact.
-        return brute_force(&ctx);
+        return None;
     }
-    let grid = Grid {
+    Some(Grid {
         origin: lo,
         cell,
         dims: [0, 1, 2].map(|k| ((extent[k] / cell) as u64 + 1).clamp(1, MAX_DIM)),
-    };
+    })
+}
 
-    let ranges: Vec<[(u64, u64); 3]> = (ctx.inflated.par_iter().with_min_len(BOX_TASK))
-        .map_init(|| zone!("audit_task"), |_, b| grid.range(b))
-        .collect();
-    let span = |r: &[(u64, u64); 3]| r.iter().map(|&(a, b)| b - a + 1).product::<u64>();
-    let big: Vec<usize> = (ranges.iter().enumerate())
-        .filter_map(|(i, r)| (span(r) > MAX_CELLS_PER_BOX).then_some(i))
-        .collect();
-    // Each box's cells, listed in parallel: the sort below fixes their order.
-    let mut entries: Vec<(u64, u32)> = (ranges.par_iter().enumerate())
-        .with_min_len(BOX_TASK)
-        .map_init(
-            || zone!("audit_task"),
-            |_, (i, r)| {
-                let listed = span(r) <= MAX_CELLS_PER_BOX;
-                let cells = listed.then(|| cell_keys(*r)).into_iter().flatten();
-                cells.map(move |k| (k, i as u32))
-            },
-        )
-        .flatten_iter()
-        .collect();
-    entries.par_sort_unstable();
-    let mut groups = Vec::new();
-    let mut start = 0;
-    for e in 1..=entries.len() {
-        if e == entries.len() || entries[e].0 != entries[start].0 {
-            if e - start > 1 {
-                groups.push((start, e));
+/// The boxes listed by grid cell: `(cell key, box)` entries sorted, the runs of entries that
+/// share a cell and hold two boxes or more, and the boxes too big to list (over
+/// `MAX_CELLS_PER_BOX` cells), which are tested against every box instead.
+struct CellLists {
+    entries: Vec<(u64, u32)>,
+    groups: Vec<(usize, usize)>,
+    big: Vec<usize>,
+}
+
+impl CellLists {
+    fn build(ranges: &[[(u64, u64); 3]]) -> Self {
+        let big: Vec<usize> = (ranges.iter().enumerate())
+            .filter_map(|(i, r)| (cell_span(r) > MAX_CELLS_PER_BOX).then_some(i))
+            .collect();
+        // Each box's cells, listed in parallel: the sort below fixes their order.
+        let mut entries: Vec<(u64, u32)> = (ranges.par_iter().enumerate())
+            .with_min_len(BOX_TASK)
+            .map_init(
+                || zone!("audit_task"),
+                |_, (i, r)| {
+                    let listed = cell_span(r) <= MAX_CELLS_PER_BOX;
+                    let cells = listed.then(|| cell_keys(*r)).into_iter().flatten();
+                    cells.map(move |k| (k, i as u32))
+                },
+            )
+            .flatten_iter()
+            .collect();
+        entries.par_sort_unstable();
+        let mut groups = Vec::new();
+        let mut start = 0;
+        for e in 1..=entries.len() {
+            if e == entries.len() || entries[e].0 != entries[start].0 {
+                if e - start > 1 {
+                    groups.push((start, e));
+                }
+                start = e;
             }
-            start = e;
+        }
+        Self {
+            entries,
+            groups,
+            big,
         }
     }
+}
 
-    let in_cells = groups
+/// How many grid cells a box's cell range covers.
+fn cell_span(r: &[(u64, u64); 3]) -> u64 {
+    r.iter().map(|&(a, b)| b - a + 1).product::<u64>()
+}
+
+/// The closest pairs among boxes that share a cell, each pair visited in one cell only.
+fn pairs_in_cells(ctx: &Ctx, cells: &CellLists, ranges: &[[(u64, u64); 3]]) -> Acc {
+    let entries = &cells.entries;
+    cells
+        .groups
         .par_iter()
         .map_init(
             || zone!("audit_task"),
@@ -446,17 +485,16 @@ fn audit_core(positions: &[DVec3], triangles: &[[u32; 3]], cutoff: f64) -> Acc {
                 acc
             },
         )
-        .reduce(|| Acc::EMPTY, Acc::join);
+        .reduce(|| Acc::EMPTY, Acc::join)
+}
 
-    let is_big = {
-        let mut v = vec![false; n];
-        for &i in &big {
-            v[i] = true;
-        }
-        v
-    };
-    let with_big = big
-        .par_iter()
+/// The closest pairs that involve a box too big to list by cell, tested against every box.
+fn pairs_with_big_boxes(ctx: &Ctx, big: &[usize]) -> Acc {
+    let mut is_big = vec![false; ctx.inflated.len()];
+    for &i in big {
+        is_big[i] = true;
+    }
+    big.par_iter()
         .map_init(
             || zone!("audit_task"),
             |_, &i| {
@@ -473,8 +511,7 @@ fn audit_core(positions: &[DVec3], triangles: &[[u32; 3]], cutoff: f64) -> Acc {
                 acc
             },
         )
-        .reduce(|| Acc::EMPTY, Acc::join);
-    in_cells.join(with_big)
+        .reduce(|| Acc::EMPTY, Acc::join)
 }
 
 /// All pairs; used only when the grid cannot be built.
