@@ -3,42 +3,24 @@
 //!
 //! `cargo run --release --example embed`
 
-use acm::mesh;
-use acm::prelude::{FrameSource, Stepper};
-use acm::scene::{Material, Scene, SceneObject, ScriptSpec, VertexSet};
-use acm::{NoFrames, Simulation};
-use glam::DVec3;
+use acm::prelude::*;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A 40 cm sheet hanging from one corner that we drag around by hand.
-    let sheet = mesh::sheet(16, 16, 40.0, 40.0)?;
-    let scene = Scene {
-        name: "embedded".into(),
-        duration: 2.0,
-        objects: vec![SceneObject {
-            name: "sheet".into(),
-            mesh: sheet.transformed(
-                DVec3::ONE,
-                glam::DQuat::IDENTITY,
-                DVec3::new(0.0, 50.0, 0.0),
-            ),
-            material: Material {
-                drag: 0.5,
-                ..Material::default()
-            },
-            fixed: false,
-            velocity: DVec3::ZERO,
-            particle_mass: None,
-        }],
-        scripts: vec![ScriptSpec {
-            set: VertexSet {
-                object: 0,
-                vertices: vec![0],
-            },
-            keys: vec![(0.0, DVec3::ZERO)],
-        }],
-        ..Scene::default()
+    let sheet = acm::mesh::sheet(16, 16, 40.0, 40.0)?;
+    let cloth = Material {
+        drag: 0.5,
+        ..Material::default()
     };
+    let scene = Scene::builder("embedded")
+        .duration(2.0)
+        .object(
+            SceneObject::new("sheet", sheet)
+                .translated(DVec3::new(0.0, 50.0, 0.0))
+                .material(cloth),
+        )
+        .pin(0, [0])
+        .build()?;
     let mut sim = Simulation::new(&scene)?;
 
     // Step to 0.5 s and read the state in place: x at each vertex's own clock, plus velocity.

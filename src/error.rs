@@ -228,6 +228,9 @@ pub enum Error {
     /// A profile file could not be read or parsed (names the file, line and key).
     #[error(transparent)]
     Profile(#[from] ProfileError),
+    /// A mesh read or generated in code is invalid (names the element or argument).
+    #[error(transparent)]
+    Mesh(#[from] crate::mesh::MeshError),
     /// A scene is invalid or cannot be built (names the field, in profile terms).
     #[error(transparent)]
     Scene(#[from] SceneError),

@@ -9,13 +9,27 @@
 //! `mesh -> state -> forces | penalty | kds -> events -> engine -> output`, with [`scene`] describing what to
 //! build and [`check`] only reading.
 //!
-//! ```no_run
-//! use acm::{scene::profile, NoFrames, Simulation, Stepper};
-//! let scene = profile::load("profiles/pinned_sheet.toml".as_ref(), &[]).unwrap();
-//! let mut sim = Simulation::new(&scene).unwrap();
-//! sim.run_until(0.5, &mut NoFrames).unwrap();
-//! println!("{} events", sim.stats().events.total());
+//! Build a scene in code, run it, read the positions:
+//!
 //! ```
+//! use acm::prelude::*;
+//!
+//! let sheet = acm::mesh::sheet(12, 12, 40.0, 40.0)?;
+//! let scene = Scene::builder("hanging sheet")
+//!     .object(SceneObject::new("sheet", sheet).translated(DVec3::new(0.0, 50.0, 0.0)))
+//!     .pin(0, [0, 11]) // two corners held where they are
+//!     .build()?;
+//! let mut sim = Simulation::new(&scene)?;
+//! sim.run_until(0.1, &mut NoFrames)?;
+//! let mut positions = Vec::new();
+//! sim.model().positions_at(sim.time(), &mut positions);
+//! assert_eq!(positions[0].y, 50.0); // pinned
+//! assert!(positions[143].y < 50.0); // the far corner falls
+//! # Ok::<(), acm::Error>(())
+//! ```
+//!
+//! Profiles (`profiles/*.toml`, [`scene::profile::load`]) describe the same scenes in files,
+//! and [`driver`] runs a scene with whichever method it names.
 //!
 //! Features: `cli` (the `acm` application), `plot` (the `plot` module: PNG charts) and `view` (the
 //! `view` module: the frame viewer page and pictures) are on by default;

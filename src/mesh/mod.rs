@@ -3,7 +3,7 @@
 //! coordinates ([`Uvs`]), a small OBJ reader and writer, and deterministic generators for the
 //! standard test shapes.
 //!
-//! Conventions: positions are `f64` ([`DVec3`]), vertex indices are `u32`, triangles are
+//! Conventions: positions are `f64` ([`glam::DVec3`]), vertex indices are `u32`, triangles are
 //! counter-clockwise seen from the side their normal points to (the "outward" or "up" side).
 //! Everything here is deterministic: the same input always gives the same arrays.
 

@@ -5,6 +5,7 @@
 //! field with a path in profile terms (`object[1].material.density`), so the profile loader can
 //! point at the file and line.
 
+mod builder;
 mod error;
 mod implicit_settings;
 mod method;
@@ -18,6 +19,7 @@ use glam::DVec3;
 
 use crate::mesh::TriMesh;
 
+pub use builder::SceneBuilder;
 pub use error::SceneError;
 pub use implicit_settings::ImplicitSettings;
 pub use method::Method;
