@@ -222,6 +222,55 @@ pub enum RunError {
     },
 }
 
+/// Why [`crate::Simulation::set_velocity`] refused a velocity; nothing was changed.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SteerError {
+    /// No vertex has that index.
+    #[error("no vertex {vertex} (the simulation has {count})")]
+    NoSuchVertex {
+        /// The index asked for.
+        vertex: usize,
+        /// How many vertices there are.
+        count: usize,
+    },
+    /// The vertex belongs to a fixed object or set.
+    #[error("vertex {vertex} is fixed and cannot be steered")]
+    Fixed {
+        /// The vertex.
+        vertex: usize,
+    },
+    /// A script moves the vertex and has a key still to come, which would replace the velocity.
+    #[error(
+        "vertex {vertex} is scripted, and its script's next key at t = {key:?} s would replace a \
+         velocity set now; change the script, or steer the vertex after its last key"
+    )]
+    Scripted {
+        /// The vertex.
+        vertex: usize,
+        /// The time of the script's next key (s).
+        key: f64,
+    },
+    /// A component is NaN or infinite.
+    #[error("the velocity of vertex {vertex} is not finite")]
+    NotFinite {
+        /// The vertex.
+        vertex: usize,
+    },
+    /// Faster than contact can resolve in the scene ([`crate::Simulation::speed_limit`]).
+    #[error(
+        "the speed of vertex {vertex}, {speed:.3e} cm/s, is beyond the {limit:.3e} cm/s contact \
+         can resolve in this scene"
+    )]
+    TooFast {
+        /// The vertex.
+        vertex: usize,
+        /// The speed asked for (cm/s).
+        speed: f64,
+        /// The limit (cm/s).
+        limit: f64,
+    },
+}
+
 /// Anything acm can refuse or stop with.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -237,4 +286,7 @@ pub enum Error {
     /// A run stopped early.
     #[error(transparent)]
     Run(#[from] RunError),
+    /// A velocity set between runs was refused.
+    #[error(transparent)]
+    Steer(#[from] SteerError),
 }

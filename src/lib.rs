@@ -68,7 +68,7 @@ pub mod view;
 
 pub use driver::driver;
 pub use engine::{Processed, Simulation, Stats, WaitPolicy};
-pub use error::{Error, RunError};
+pub use error::{Error, RunError, SteerError};
 /// The vector library of the public API (`DVec3` positions and velocities), re-exported so an
 /// embedding program uses the same version.
 pub use glam;

@@ -27,7 +27,7 @@ fn randomize_velocities(sim: &mut Simulation, seed: u64, speed: f64) {
     let mut rng = Rng(seed);
     let n = sim.model().state().len();
     for i in 0..n {
-        assert!(sim.set_velocity(i, rng.vec(speed)));
+        sim.set_velocity(i, rng.vec(speed)).unwrap();
     }
 }
 
@@ -51,7 +51,7 @@ fn equal_clocks_reproduce_symplectic_euler() {
     let mut sim = Simulation::new(&scene).unwrap();
     let mut rng = Rng(7);
     for i in 0..sim.model().state().len() {
-        sim.set_velocity(i, rng.vec(5.0));
+        sim.set_velocity(i, rng.vec(5.0)).unwrap();
     }
 
     // The reference: plain symplectic Euler with the same potentials.

@@ -475,7 +475,8 @@ fn glam_is_reexported_at_the_crate_root() {
     // An embedding program names positions and velocities with the engine's own glam.
     let scene = acm::scene::profile::load(&profiles_dir().join("pinned_sheet.toml"), &[]).unwrap();
     let mut sim = acm::Simulation::new(&scene).unwrap();
-    assert!(sim.set_velocity(5, acm::glam::DVec3::new(0.0, 1.0, 0.0)));
+    sim.set_velocity(5, acm::glam::DVec3::new(0.0, 1.0, 0.0))
+        .unwrap();
     assert_eq!(
         acm::FrameSource::model(&sim).state().v[5],
         acm::glam::DVec3::Y

@@ -593,7 +593,7 @@ fn walls_energies(sets: &[String], seed: f64, passes: usize) -> Vec<f64> {
     let p = sim.model().objects()[2].first_vertex as usize;
     // Perturb the speed too, so that the starts meet the layer clocks at different phases.
     let v = sim.model().state().v[p] * (1.0 + 1e-3 * seed);
-    assert!(sim.set_velocity(p, v));
+    sim.set_velocity(p, v).unwrap();
     sim.set_audit(true);
     let mut sink = Audited(AuditReport::default());
     let m = sim.model().state().mass[p];

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use acm::check::{audit_positions, AuditReport};
 use acm::scene::Method;
-use acm::state::VertexKind;
 use acm::{Frame, FrameSink, FrameSource, RunError, Stepper};
 use glam::DVec3;
 use numpy::{AllowTypeChange, PyArray2, PyArrayLike1, PyArrayLike2, PyArrayLikeDyn};
@@ -336,42 +335,15 @@ impl Simulation {
                 )))
             }
         };
-        let state = self.sim.model().state();
         for (j, &vertex) in vertices.iter().enumerate() {
-            let vertex = vertex as usize;
-            if vertex >= state.len() {
-                return Err(InputError::new_err(format!(
-                    "vertices[{j}]: no vertex {vertex} (the simulation has {})",
-                    state.len()
-                )));
-            }
-            if state.kind[vertex] == VertexKind::Fixed {
-                return Err(InputError::new_err(format!(
-                    "vertices[{j}]: vertex {vertex} is fixed and cannot be steered"
-                )));
-            }
-            if let Some(key) = self.sim.next_script_key(vertex) {
-                return Err(InputError::new_err(format!(
-                    "vertices[{j}]: vertex {vertex} is scripted, and its script's next key at \
-                     t = {key:?} s would replace a velocity set now; change the script \
-                     (Scene.script), or steer the vertex after its last key"
-                )));
-            }
-            if !velocity(j).is_finite() {
-                return Err(InputError::new_err(format!(
-                    "v: the velocity of vertex {vertex} is not finite"
-                )));
-            }
-            let (speed, limit) = (acm::state::speed(velocity(j)), self.sim.speed_limit());
-            if speed > limit {
-                return Err(InputError::new_err(format!(
-                    "v: the speed of vertex {vertex}, {speed:.3e} cm/s, is beyond the \
-                     {limit:.3e} cm/s contact can resolve in this scene"
-                )));
-            }
+            self.sim
+                .check_velocity(vertex as usize, velocity(j))
+                .map_err(|e| InputError::new_err(format!("vertices[{j}]: {e}")))?;
         }
         for (j, &vertex) in vertices.iter().enumerate() {
-            self.sim.set_velocity(vertex as usize, velocity(j));
+            self.sim
+                .set_velocity(vertex as usize, velocity(j))
+                .map_err(|e| InputError::new_err(format!("vertices[{j}]: {e}")))?;
         }
         Ok(())
     }

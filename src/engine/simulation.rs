@@ -16,7 +16,7 @@ use crate::model::Model;
 use crate::scene::{Method, Scene, SceneError};
 use crate::state::{beyond, VertexKind};
 use crate::stepper::{FrameSink, FrameSource, PenaltyNow, Stepper};
-use crate::{RunError, RunStats};
+use crate::{RunError, RunStats, SteerError};
 
 /// ACM's driver: the model, advanced by a stream of events (see the module docs).
 /// ACM's driver: the model, advanced by a stream of events, each pair's layers switched on by
@@ -67,17 +67,45 @@ impl Simulation {
         self.event_loop.speed_limit.at(self.event_loop.time)
     }
 
+    /// Whether [`Self::set_velocity`] would accept `velocity` for `vertex` now.
+    ///
+    /// # Errors
+    /// [`SteerError`]: the vertex is missing, fixed, or scripted with a key still to come, or
+    /// the velocity is not finite or faster than [`Self::speed_limit`].
+    pub fn check_velocity(&self, vertex: usize, velocity: DVec3) -> Result<(), SteerError> {
+        let state = &self.event_loop.model.state;
+        if vertex >= state.len() {
+            let count = state.len();
+            return Err(SteerError::NoSuchVertex { vertex, count });
+        }
+        if state.kind[vertex] == VertexKind::Fixed {
+            return Err(SteerError::Fixed { vertex });
+        }
+        if let Some(key) = self.next_script_key(vertex) {
+            return Err(SteerError::Scripted { vertex, key });
+        }
+        if !velocity.is_finite() {
+            return Err(SteerError::NotFinite { vertex });
+        }
+        let limit = self.speed_limit();
+        if beyond(velocity.length_squared(), limit) {
+            let speed = crate::state::speed(velocity);
+            return Err(SteerError::TooFast {
+                vertex,
+                speed,
+                limit,
+            });
+        }
+        Ok(())
+    }
+
     /// Sets the velocity of vertex `vertex` from the current time on (for embedding: steer a
     /// scripted obstacle between calls to [`Self::run_until`], or set initial conditions).
-    /// Returns false, changing nothing, if the vertex does not exist or is fixed, or if the
-    /// speed is beyond [`Self::speed_limit`] (or not a number).
-    pub fn set_velocity(&mut self, vertex: usize, velocity: DVec3) -> bool {
-        if vertex >= self.event_loop.model.state.len()
-            || self.event_loop.model.state.kind[vertex] == VertexKind::Fixed
-            || beyond(velocity.length_squared(), self.speed_limit())
-        {
-            return false;
-        }
+    ///
+    /// # Errors
+    /// [`SteerError`], changing nothing, where [`Self::check_velocity`] refuses it.
+    pub fn set_velocity(&mut self, vertex: usize, velocity: DVec3) -> Result<(), SteerError> {
+        self.check_velocity(vertex, velocity)?;
         self.event_loop
             .model
             .state
@@ -99,7 +127,7 @@ impl Simulation {
                 },
             );
         }
-        true
+        Ok(())
     }
 
     /// The time of the next key of the script that moves `vertex`, while one is still to
@@ -243,6 +271,69 @@ mod tests {
     use crate::events::{EventId, EventKind};
     use crate::scene::{Material, SceneObject};
     use crate::stepper::NoFrames;
+
+    #[test]
+    fn a_refused_velocity_says_why_and_changes_nothing() {
+        let sheet = crate::mesh::sheet(3, 3, 10.0, 10.0).unwrap();
+        let scene = Scene::builder("steer")
+            .object(SceneObject::new("sheet", sheet.clone()))
+            .object(
+                SceneObject::new("floor", sheet.clone())
+                    .translated(DVec3::new(0.0, -5.0, 0.0))
+                    .fixed(),
+            )
+            .with(|s| {
+                s.scripts.push(crate::scene::ScriptSpec {
+                    set: crate::scene::VertexSet {
+                        object: 0,
+                        vertices: vec![1],
+                    },
+                    keys: vec![(0.0, DVec3::ZERO), (0.5, DVec3::X)],
+                })
+            })
+            .build()
+            .unwrap();
+        let mut sim = Simulation::new(&scene).unwrap();
+        let before = sim.model().state().v.clone();
+        let x = DVec3::X;
+        let refusals = [
+            (
+                18,
+                x,
+                SteerError::NoSuchVertex {
+                    vertex: 18,
+                    count: 18,
+                },
+            ),
+            (9, x, SteerError::Fixed { vertex: 9 }),
+            (
+                1,
+                x,
+                SteerError::Scripted {
+                    vertex: 1,
+                    key: 0.0,
+                },
+            ),
+            (
+                2,
+                DVec3::new(f64::NAN, 0.0, 0.0),
+                SteerError::NotFinite { vertex: 2 },
+            ),
+        ];
+        for (vertex, v, why) in refusals {
+            assert_eq!(sim.set_velocity(vertex, v), Err(why));
+        }
+        let limit = sim.speed_limit();
+        assert!(limit.is_finite(), "{limit}");
+        let too_fast = sim.set_velocity(3, DVec3::new(2.0 * limit, 0.0, 0.0));
+        assert!(matches!(
+            too_fast,
+            Err(SteerError::TooFast { vertex: 3, .. })
+        ));
+        assert_eq!(sim.model().state().v, before);
+        sim.set_velocity(3, x).unwrap();
+        assert_eq!(sim.model().state().v[3], x);
+    }
 
     #[test]
     fn a_scene_given_away_builds_the_same_simulation() {
@@ -400,7 +491,7 @@ mod tests {
         let before = sim.event_loop.model.state.v[p];
         for speed in [1.001 * limit, f64::INFINITY, f64::NAN] {
             assert!(
-                !sim.set_velocity(p, DVec3::new(0.0, -speed, 0.0)),
+                sim.set_velocity(p, DVec3::new(0.0, -speed, 0.0)).is_err(),
                 "{speed}"
             );
             assert_eq!(
@@ -408,16 +499,15 @@ mod tests {
                 "a refused velocity changes nothing"
             );
         }
-        assert!(sim.set_velocity(p, DVec3::new(0.0, -0.999 * limit, 0.0)));
+        sim.set_velocity(p, DVec3::new(0.0, -0.999 * limit, 0.0))
+            .unwrap();
     }
 
     #[test]
     fn the_audit_passes_a_correct_run() {
         let mut sim = particle_over_floor();
-        assert!(sim.set_velocity(
-            sim.event_loop.model.state.len() - 1,
-            DVec3::new(0.0, -100.0, 0.0)
-        ));
+        let p = sim.event_loop.model.state.len() - 1;
+        sim.set_velocity(p, DVec3::new(0.0, -100.0, 0.0)).unwrap();
         sim.run_until(0.02, &mut NoFrames).unwrap();
     }
 

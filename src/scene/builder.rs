@@ -8,7 +8,7 @@ use crate::mesh::TriMesh;
 
 impl Scene {
     /// Starts a scene called `name` with the defaults of [`Scene::default`] (1 s, 25 frames a
-    /// second, gravity -981 cm/s² along y, contact on).
+    /// second, gravity -981 cm/s² along y), contact on as in a profile.
     ///
     /// ```
     /// use acm::prelude::*;
@@ -24,12 +24,12 @@ impl Scene {
     /// # Ok::<(), acm::Error>(())
     /// ```
     pub fn builder(name: impl Into<String>) -> SceneBuilder {
-        SceneBuilder {
-            scene: Scene {
-                name: name.into(),
-                ..Scene::default()
-            },
-        }
+        let mut scene = Scene {
+            name: name.into(),
+            ..Scene::default()
+        };
+        scene.contact.enabled = true;
+        SceneBuilder { scene }
     }
 }
 
