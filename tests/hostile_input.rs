@@ -95,6 +95,21 @@ fn negative_values_reach_the_range_checks() {
 }
 
 #[test]
+fn runs_of_more_frames_than_a_scene_may_have_are_refused_at_once() {
+    let dir = good_dir();
+    exits_2(
+        dir.path(),
+        &["run", "p.toml", "--until", "1e298"],
+        &["--until: ", "frames of", "is more than 10000000"],
+    );
+    exits_2(
+        dir.path(),
+        &["run", "p.toml", "--frames", "18446744073709551615"],
+        &["--frames: ", "is more than 10000000"],
+    );
+}
+
+#[test]
 fn huge_thread_counts_are_refused_at_once() {
     let dir = good_dir();
     for n in ["100000", "8192"] {

@@ -362,7 +362,7 @@ fn run(mut args: RunArgs) -> Result<(), Failure> {
 
 /// The simulated time `acm run` goes to: `--frames`, `--until`, or the scene's duration.
 fn run_until_time(args: &RunArgs, scene: &Scene) -> Result<f64, Failure> {
-    Ok(match (args.frames, args.until) {
+    let until = match (args.frames, args.until) {
         (Some(0), _) => return Err(Failure::BadInput("--frames must be at least 1".into())),
         (Some(n), _) => (n - 1) as f64 * scene.frame_interval,
         (None, Some(t)) if !(t.is_finite() && t >= 0.0) => {
@@ -372,7 +372,22 @@ fn run_until_time(args: &RunArgs, scene: &Scene) -> Result<f64, Failure> {
         }
         (None, Some(t)) => t,
         (None, None) => scene.duration,
-    })
+    };
+    let frames = scene.frames_until(until);
+    if frames > Scene::MAX_FRAMES {
+        let flag = if args.frames.is_some() {
+            "--frames"
+        } else {
+            "--until"
+        };
+        return Err(Failure::BadInput(format!(
+            "{flag}: {frames} frames of {} s is more than {}; run less far or set a larger \
+             scene.frame_interval",
+            scene.frame_interval,
+            Scene::MAX_FRAMES
+        )));
+    }
+    Ok(until)
 }
 
 /// The driver of `scene`'s method, with ACM's `--audit` and `--wait` applied; `--trace` and

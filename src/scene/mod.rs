@@ -359,7 +359,16 @@ impl Scene {
 
     /// Number of output frames, counting the frame at time 0.
     pub fn frame_count(&self) -> u64 {
-        // `as` saturates: a huge ratio stays huge instead of wrapping to 0.
-        ((self.duration / self.frame_interval + 1e-9).floor() as u64).saturating_add(1)
+        self.frames_until(self.duration)
     }
+
+    /// How many frames a run from 0 to `t` writes (the frame at 0 included).
+    pub fn frames_until(&self, t: f64) -> u64 {
+        // `as` saturates: a huge ratio stays huge instead of wrapping to 0.
+        ((t / self.frame_interval + 1e-9).floor() as u64).saturating_add(1)
+    }
+
+    /// The most frames a scene or a run may have: a frame interval that would give more is
+    /// refused as a mistake rather than run for years.
+    pub const MAX_FRAMES: u64 = 10_000_000;
 }

@@ -7,7 +7,7 @@ use super::speed_limit::INSTANTS_PER_LAYER;
 use super::{Scene, SceneError, VertexSet};
 
 /// Upper bound on frames, so a typo in `frame_interval` cannot fill the disk.
-const MAX_FRAMES: u64 = 10_000_000;
+const MAX_FRAMES: u64 = Scene::MAX_FRAMES;
 
 type Result<T = ()> = std::result::Result<T, SceneError>;
 
