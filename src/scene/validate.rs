@@ -33,6 +33,7 @@ pub(super) fn scene(s: &Scene) -> Result {
         ));
     }
     objects(s)?;
+    s.rigid.validate()?;
     for (i, set) in s.fixed.iter().enumerate() {
         vertex_set(s, set, &format!("fixed[{i}]"))?;
     }
