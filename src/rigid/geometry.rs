@@ -103,8 +103,9 @@ pub fn separation(a: &WorldPart, b: &WorldPart) -> Separation {
             }
         }
     }
-    // Apart (or nothing tried yet, two spheres): the direction between the closest points.
-    if best.distance > 0.0 || a.normals.is_empty() && b.normals.is_empty() {
+    // The cores apart (or nothing tried yet, two spheres): the direction between the closest
+    // points.
+    if best.distance + a.radius + b.radius > 0.0 || a.normals.is_empty() && b.normals.is_empty() {
         if let Some(n) = closest_direction(a, b) {
             consider(n, &mut best);
         }

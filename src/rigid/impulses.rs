@@ -25,6 +25,9 @@ use super::qp::{Affine, Qp};
 use super::scene::{FrictionCoupling, FrictionModel};
 use super::World;
 
+/// The weight of the impulses' own norm in the objective, relative to the kinetic energy.
+const IMPULSE_WEIGHT: f64 = 1e-6;
+
 /// A contact point between two bodies.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Contact {
@@ -58,7 +61,10 @@ pub struct ImpulseOutcome {
     pub qps: u32,
     /// Groups whose QP was infeasible with restitution and solved with restitution 0.
     pub restitution_fallbacks: u32,
-    /// Groups left without impulses (no solution even without restitution).
+    /// Groups without a solution even without restitution, given the frictionless
+    /// projection of their velocities instead.
+    pub projections: u32,
+    /// Groups left without impulses (not even the projection had a solution).
     pub skipped: u32,
 }
 
@@ -122,6 +128,13 @@ pub fn solve(
             outcome.restitution_fallbacks += 1;
             result = problem.solve(bodies, free, 0.0, &mut outcome);
         }
+        if result.is_none() {
+            outcome.projections += 1;
+            outcome.qps += 1;
+            result = problem
+                .solve_with(bodies, free, 0.0, Friction::Projection, &[])
+                .map(|r| r.0);
+        }
         match result {
             Some(velocities) => {
                 for (&i, (v, w)) in group.iter().zip(velocities) {
@@ -152,6 +165,10 @@ enum Friction {
     Coupled,
     /// `|j_t| <= bound`, a constant per contact.
     Bounded,
+    /// No impulse variables: the velocities nearest the old ones (in the mass metric) that
+    /// satisfy the contact rows and joints, whose multipliers are frictionless impulses. Always
+    /// feasible when the other bodies are at rest; the last resort.
+    Projection,
 }
 
 impl Group<'_> {
@@ -204,14 +221,16 @@ impl Group<'_> {
             .map(|(k, &i)| (i, k))
             .collect();
         let body_var = |i: usize| free[i].then(|| slot.get(&i).map(|k| 6 * k)).flatten();
-        let per_contact = if matches!(friction, Friction::None) {
-            1
-        } else {
-            3
+        let projection = matches!(friction, Friction::Projection);
+        let per_contact = match friction {
+            Friction::None => 1,
+            Friction::Projection => 0,
+            Friction::Coupled | Friction::Bounded => 3,
         };
         let contact_base = 6 * self.group.len();
         let joint_base = contact_base + per_contact * self.contacts.len();
-        let mut qp = Qp::new(joint_base + 3 * self.joints.len());
+        let joint_variables = if projection { 0 } else { 3 * self.joints.len() };
+        let mut qp = Qp::new(joint_base + joint_variables);
         // Objective: the kinetic energy after the impulses.
         let inertias: Vec<DMat3> = self
             .group
@@ -232,6 +251,17 @@ impl Group<'_> {
             }
         }
         // Momentum balance rows: m v' - sum(+-j) = m v; I w' - sum(+-r x j) = I w.
+        if projection {
+            for (k, &i) in self.group.iter().enumerate() {
+                let b = &bodies[i];
+                let momentum = b.mass * b.velocity;
+                let angular = inertias[k] * b.angular_velocity;
+                for axis in 0..3 {
+                    qp.linear[6 * k + axis] -= momentum[axis];
+                    qp.linear[6 * k + 3 + axis] -= angular[axis];
+                }
+            }
+        }
         let mut rows: Vec<[Vec<(usize, f64)>; 6]> = vec![Default::default(); self.group.len()];
         for (k, &i) in self.group.iter().enumerate() {
             let m = bodies[i].mass;
@@ -240,6 +270,21 @@ impl Group<'_> {
                 rows[k][axis] = vec![(6 * k + axis, m)];
                 let row = inertia.row(axis);
                 rows[k][3 + axis] = (0..3).map(|c| (6 * k + 3 + c, row[c])).collect();
+            }
+        }
+        // A contact's impulses get a weight of 1e-6 of the kinetic energy they would give the
+        // pair: coplanar contact points and closed loops leave many impulse distributions
+        // with one outcome, and the weight picks the smallest (the QP stays strictly convex).
+        for (ci, c) in self.contacts.iter().enumerate() {
+            let (a, b) = c.bodies;
+            let inverse_mass: f64 = [a, b]
+                .iter()
+                .filter(|&&i| body_var(i).is_some())
+                .map(|&i| 1.0 / bodies[i].mass)
+                .sum();
+            for d in 0..per_contact {
+                let var = contact_base + per_contact * ci + d;
+                qp.add_hessian(var, var, IMPULSE_WEIGHT * inverse_mass);
             }
         }
         let directions = |c: &Contact| [c.normal, c.tangents.0, c.tangents.1];
@@ -261,7 +306,7 @@ impl Group<'_> {
                 }
             }
         }
-        for (ji, &j) in self.joints.iter().enumerate() {
+        for (ji, &j) in self.joints.iter().enumerate().filter(|_| !projection) {
             let joint = &self.world.joints[j];
             for (side, sign) in [(0, 1.0), (1, -1.0)] {
                 let body = joint.bodies[side];
@@ -282,7 +327,7 @@ impl Group<'_> {
                 }
             }
         }
-        for (k, &i) in self.group.iter().enumerate() {
+        for (k, &i) in self.group.iter().enumerate().filter(|_| !projection) {
             let b = &bodies[i];
             let momentum = b.mass * b.velocity;
             let angular = inertias[k] * b.angular_velocity;
@@ -321,6 +366,7 @@ impl Group<'_> {
             qp.at_least(terms, wanted - constant);
             let jn = contact_base + per_contact * ci;
             match friction {
+                Friction::Projection => {}
                 Friction::None => qp.at_least(vec![(jn, 1.0)], 0.0),
                 Friction::Coupled | Friction::Bounded => {
                     let bound = bounds.get(ci).copied().unwrap_or(0.0);
@@ -390,7 +436,13 @@ impl Group<'_> {
                 qp.equal(terms, -constant);
             }
         }
-        let x = qp.solve().ok()?;
+        let x = match qp.solve() {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = e;
+                return None;
+            }
+        };
         let velocities = (0..self.group.len())
             .map(|k| {
                 (
@@ -400,7 +452,13 @@ impl Group<'_> {
             })
             .collect();
         let normal = (0..self.contacts.len())
-            .map(|ci| x[contact_base + per_contact * ci])
+            .map(|ci| {
+                if projection {
+                    0.0
+                } else {
+                    x[contact_base + per_contact * ci]
+                }
+            })
             .collect();
         Some((velocities, normal))
     }

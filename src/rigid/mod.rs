@@ -163,7 +163,9 @@ impl ObaSimulation {
         };
         compound_parts_apart(&bodies, &rigid.bodies)?;
         let model_scene = shells::output_scene(scene, &bodies);
-        let model = Simulation::new(&model_scene)?;
+        // The model's objects are the bodies, in order: its errors name bodies.
+        let model = Simulation::new(&model_scene)
+            .map_err(|e| SceneError::new(e.path.replacen("object", "body", 1), e.message))?;
         let first_vertex = model
             .objects()
             .iter()
@@ -398,6 +400,7 @@ impl ObaSimulation {
         for o in [momentum, resting] {
             record.qps += o.qps;
             record.restitution_fallbacks += o.restitution_fallbacks;
+            record.projections += o.projections;
             record.skipped_groups += o.skipped;
         }
         if let Some(after) = s.freeze_after {

@@ -158,7 +158,6 @@ impl Qp {
         cones.extend(self.cones.iter().map(|_| SecondOrderConeT(3)));
         let settings = DefaultSettings {
             verbose: false,
-            max_iter: 100,
             ..DefaultSettings::default()
         };
         let mut solver = DefaultSolver::new(&p, &self.linear, &a, &b, &cones, settings)

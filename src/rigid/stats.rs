@@ -29,6 +29,8 @@ pub struct StepRecord {
     pub fallback: bool,
     /// Impulse groups solved again with restitution 0.
     pub restitution_fallbacks: u32,
+    /// Impulse groups given the frictionless projection of their velocities.
+    pub projections: u32,
     /// Impulse groups left without impulses.
     pub skipped_groups: u32,
     /// Collisions resolved one at a time.
@@ -118,6 +120,7 @@ impl ObaStats {
         t.rollbacks += r.rollbacks;
         t.iterations += r.iterations;
         t.restitution_fallbacks += r.restitution_fallbacks;
+        t.projections += r.projections;
         t.skipped_groups += r.skipped_groups;
         t.sequential += r.sequential;
         t.frozen = r.frozen;
