@@ -165,7 +165,13 @@ pub fn update(
             }
             let (a, b) = (world.parts[p].0, world.parts[q].0);
             let reach = s.contact_distance + deficit(a, &cur) + deficit(b, &cur);
-            let plane = Plane::new(pa, sep, 0.5 * (cur[a].position + cur[b].position));
+            // The plane's reference point near the smaller body, where the contact is.
+            let near = if bodies[a].reach < bodies[b].reach {
+                a
+            } else {
+                b
+            };
+            let plane = Plane::new(pa, sep, cur[near].position);
             let entry = pairs.get_mut(&(p, q)).expect("listed");
             added |= critical(&mut entry.0, pa, &plane, 1.0, reach);
             added |= critical(&mut entry.1, pb, &plane, -1.0, reach);
@@ -177,9 +183,19 @@ pub fn update(
                 .iter()
                 .map(|&(p, q)| separation(&parts[p], &parts[q]).distance)
                 .fold(f64::INFINITY, f64::min);
-            if !added && moved < 1e-3 * s.gap {
+            if !added && moved < s.gap {
                 break;
             }
+        }
+        if !clean && added && cur != last_clean && outcome.iterations < s.max_iterations {
+            // The last move ran into pairs it did not know: go back to the last clean poses,
+            // where every plane separates, and solve again knowing them (Table 6.1's rollback,
+            // which keeps the close pairs and critical vertices found).
+            cur = last_clean.clone();
+            outcome.rollbacks += 1;
+            outcome.iterations += 1;
+            moved = f64::INFINITY;
+            continue;
         }
         if outcome.iterations >= s.max_iterations {
             if !clean || !verified(world, bodies, &cur, movable, s.gap) {
@@ -422,11 +438,20 @@ impl GroupQp {
                 base + 3 * slot_k + 1,
                 base + 3 * slot_k + 2,
             );
-            for v in [dx_var, dy_var] {
-                qp.at_most(vec![(v, 1.0)], s.rotation_bound);
-                qp.at_least(vec![(v, 1.0)], -s.rotation_bound);
-            }
             let critical = &pairs[&(p, q)];
+            // The linearized normal n + delta has length 1 + |delta|^2 / 2: at a vertex `L`
+            // from p0 the tilted plane is off by |delta|^2 L / 2, so the tilt per iteration is
+            // bounded to keep that within the gap.
+            let lever = [(p, &critical.0), (q, &critical.1)]
+                .iter()
+                .flat_map(|(part, set)| set.iter().map(move |&k| (*part, k)))
+                .map(|(part, k)| parts[part].vertices[k as usize].distance(plane.p0))
+                .fold(0.0f64, f64::max);
+            let tilt = s.rotation_bound.min((s.gap / lever.max(1e-300)).sqrt());
+            for v in [dx_var, dy_var] {
+                qp.at_most(vec![(v, 1.0)], tilt);
+                qp.at_least(vec![(v, 1.0)], -tilt);
+            }
             for (part, set, side) in [(p, &critical.0, 1.0), (q, &critical.1, -1.0)] {
                 let body = world.parts[part].0;
                 let wp = &parts[part];
