@@ -310,8 +310,9 @@ fn gauss(mut a: Vec<Vec<f64>>) -> Option<Vec<f64>> {
         for r in 0..n {
             if r != c {
                 let f = a[r][c] / a[c][c];
-                for k in c..=n {
-                    a[r][k] -= f * a[c][k];
+                let pivot_row = a[c].clone();
+                for (x, y) in a[r].iter_mut().zip(&pivot_row).skip(c) {
+                    *x -= f * y;
                 }
             }
         }
@@ -352,12 +353,12 @@ fn the_qp_solver_agrees_with_a_dense_reference_and_detects_infeasibility() {
             })
             .collect();
         let mut qp = Qp::new(n);
-        for i in 0..n {
-            for j in i..n {
-                qp.add_hessian(i, j, p[i][j]);
+        for (i, row) in p.iter().enumerate() {
+            for (j, &value) in row.iter().enumerate().skip(i) {
+                qp.add_hessian(i, j, value);
             }
-            qp.linear[i] = q[i];
         }
+        qp.linear.copy_from_slice(&q);
         for (row, rhs) in &eq {
             qp.equal(row.iter().copied().enumerate().collect(), *rhs);
         }

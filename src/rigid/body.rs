@@ -56,6 +56,9 @@ pub fn rotation_between(from: DQuat, to: DQuat) -> DVec3 {
     d.to_scaled_axis()
 }
 
+/// A closed triangulated surface: vertices and outward triangles.
+pub type Surface = (Vec<DVec3>, Vec<[u32; 3]>);
+
 /// A rigid body.
 #[derive(Clone, Debug)]
 pub struct Body {
@@ -64,7 +67,7 @@ pub struct Body {
     /// Convex parts in the body frame.
     pub parts: Vec<Shape>,
     /// Output surface in the body frame: vertices and triangles.
-    pub surface: (Vec<DVec3>, Vec<[u32; 3]>),
+    pub surface: Surface,
     /// Mass (g).
     pub mass: f64,
     /// Inertia tensor in the body frame (g cm^2).
@@ -199,10 +202,7 @@ impl Body {
 
 /// The parts, output surface and mass properties of `shape` (before the centre of mass is
 /// moved to the origin).
-fn build_shape(
-    shape: &BodyShape,
-    density: f64,
-) -> (Vec<Shape>, (Vec<DVec3>, Vec<[u32; 3]>), MassProperties) {
+fn build_shape(shape: &BodyShape, density: f64) -> (Vec<Shape>, Surface, MassProperties) {
     match shape {
         BodyShape::Box { size } => {
             let p = Polytope::cuboid(*size, DVec3::ZERO);

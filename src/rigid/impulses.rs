@@ -92,7 +92,8 @@ pub fn solve(
         }
     }
     let group_of = |i: usize, g: &mut UnionFind| free[i].then(|| g.find(i));
-    let mut members: HashMap<usize, (Vec<usize>, Vec<usize>, Vec<usize>)> = HashMap::new();
+    // Per group root: its bodies, contacts and joints.
+    let mut members: HashMap<usize, Members> = HashMap::new();
     for (k, c) in contacts.iter().enumerate() {
         let (a, b) = c.bodies;
         if let Some(root) = group_of(a, &mut groups).or_else(|| group_of(b, &mut groups)) {
@@ -147,6 +148,12 @@ pub fn solve(
     }
     outcome
 }
+
+/// A group's bodies, contacts and joints (indices).
+type Members = (Vec<usize>, Vec<usize>, Vec<usize>);
+
+/// A solve's new velocities of the group's bodies and each contact's normal impulse.
+type Solved = (Vec<(DVec3, DVec3)>, Vec<f64>);
 
 /// One contact group's QP.
 struct Group<'a> {
@@ -212,7 +219,7 @@ impl Group<'_> {
         restitution: f64,
         friction: Friction,
         bounds: &[f64],
-    ) -> Option<(Vec<(DVec3, DVec3)>, Vec<f64>)> {
+    ) -> Option<Solved> {
         let s = &self.world.settings;
         let slot: HashMap<usize, usize> = self
             .group

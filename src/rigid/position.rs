@@ -25,6 +25,9 @@ use super::qp::{Qp, QpFailure};
 use super::scene::{ObaSettings, Objective};
 use super::World;
 
+/// Critical vertices of a pair's two parts (indices into each part's vertices).
+type Critical = (Vec<u32>, Vec<u32>);
+
 /// A close pair of parts and what the position update learnt about it.
 #[derive(Clone, Debug)]
 pub struct ClosePair {
@@ -99,7 +102,7 @@ pub fn update(
             + rotation_between(c.orientation, t.orientation).length() * bodies[i].reach
     };
     let mut outcome = PositionOutcome::default();
-    let mut pairs: HashMap<(usize, usize), (Vec<u32>, Vec<u32>)> = HashMap::new();
+    let mut pairs: HashMap<(usize, usize), Critical> = HashMap::new();
     // The swept boxes of the whole step find the pairs that could meet in it.
     let start_parts = world.pose_parts(bodies, &cur);
     let target_parts = world.pose_parts(bodies, targets);
@@ -394,7 +397,7 @@ impl GroupQp {
         group: &[usize],
         keys: &[(usize, usize)],
         planes: &[Plane],
-        pairs: &HashMap<(usize, usize), (Vec<u32>, Vec<u32>)>,
+        pairs: &HashMap<(usize, usize), Critical>,
         parts: &[WorldPart],
     ) -> Self {
         let s: &ObaSettings = &world.settings;
