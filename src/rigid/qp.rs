@@ -37,6 +37,17 @@ pub struct Qp {
     pub cones: Vec<[Affine; 3]>,
 }
 
+/// A solved program: the minimizer and the multipliers of its rows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Solution {
+    /// The minimizer.
+    pub x: Vec<f64>,
+    /// The multiplier of each equality row, in the order they were added.
+    pub equality_duals: Vec<f64>,
+    /// The multiplier (`>= 0`) of each inequality row, in the order they were added.
+    pub inequality_duals: Vec<f64>,
+}
+
 /// Why a program has no solution.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum QpFailure {
@@ -108,8 +119,13 @@ impl Qp {
         self.cones.push(s);
     }
 
-    /// Solves the program.
+    /// Solves the program: its minimizer.
     pub fn solve(&self) -> Result<Vec<f64>, QpFailure> {
+        self.solve_with_duals().map(|s| s.x)
+    }
+
+    /// Solves the program: its minimizer and the rows' multipliers.
+    pub fn solve_with_duals(&self) -> Result<Solution, QpFailure> {
         let n = self.variables;
         let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
         let mut b = Vec::new();
@@ -156,15 +172,27 @@ impl Qp {
             cones.push(NonnegativeConeT(self.inequalities.len()));
         }
         cones.extend(self.cones.iter().map(|_| SecondOrderConeT(3)));
+        // Iterative refinement of each KKT solve is off: it doubled the solve time (measured
+        // on the thesis's stack), and the static regularization it corrects (1e-8) is far below
+        // what the rows need (the gap is 1e-3 cm).
         let settings = DefaultSettings {
             verbose: false,
+            iterative_refinement_enable: false,
             ..DefaultSettings::default()
         };
         let mut solver = DefaultSolver::new(&p, &self.linear, &a, &b, &cones, settings)
             .map_err(|e| QpFailure::Unsolved(format!("{e:?}")))?;
         solver.solve();
         match solver.solution.status {
-            SolverStatus::Solved | SolverStatus::AlmostSolved => Ok(solver.solution.x.clone()),
+            SolverStatus::Solved | SolverStatus::AlmostSolved => {
+                let z = &solver.solution.z;
+                let (equal, rest) = z.split_at(self.equalities.len());
+                Ok(Solution {
+                    x: solver.solution.x.clone(),
+                    equality_duals: equal.to_vec(),
+                    inequality_duals: rest[..self.inequalities.len()].to_vec(),
+                })
+            }
             SolverStatus::PrimalInfeasible | SolverStatus::AlmostPrimalInfeasible => {
                 Err(QpFailure::Infeasible)
             }
