@@ -44,6 +44,27 @@ impl WorldPart {
         best
     }
 
+    /// The smallest extent of the part across its face normals (a sphere: its diameter).
+    pub fn width(&self) -> f64 {
+        if self.normals.is_empty() {
+            return 2.0 * self.radius;
+        }
+        let extent = |n: &DVec3| {
+            let (lo, hi) = self
+                .vertices
+                .iter()
+                .map(|v| v.dot(*n))
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                    (lo.min(x), hi.max(x))
+                });
+            hi - lo
+        };
+        self.normals
+            .iter()
+            .map(extent)
+            .fold(f64::INFINITY, f64::min)
+    }
+
     /// The axis-aligned bounding box.
     pub fn bounds(&self) -> (DVec3, DVec3) {
         let lo = self.vertices.iter().fold(DVec3::INFINITY, |a, v| a.min(*v));

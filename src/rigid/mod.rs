@@ -121,6 +121,8 @@ pub struct ObaSimulation {
     energies: Vec<Conservation>,
     energy_log: Option<std::io::BufWriter<std::fs::File>>,
     stats: ObaStats,
+    /// The last position update's pairs and multipliers, the next one's warm start.
+    memory: position::Memory,
 }
 
 impl ObaSimulation {
@@ -191,6 +193,7 @@ impl ObaSimulation {
             energies: Vec::new(),
             energy_log: None,
             stats,
+            memory: position::Memory::default(),
         };
         sim.pose_model();
         sim.energies.push(sim.conservation(0.0));
@@ -315,10 +318,16 @@ impl ObaSimulation {
                 }
             })
             .collect();
-        let outcome = position::update(&self.world, &mut self.bodies, &targets, &movable)
-            .map_err(|stuck| ObaError::Stuck { time: t, stuck })?;
+        let outcome = position::update(
+            &self.world,
+            &mut self.bodies,
+            &targets,
+            &movable,
+            &mut self.memory,
+        )
+        .map_err(|stuck| ObaError::Stuck { time: t, stuck })?;
         let position_done = Instant::now();
-        record.close_pairs = outcome.pairs.len() as u32;
+        record.close_pairs = outcome.close_pairs;
         record.qps = outcome.qps;
         record.position_qps = outcome.qps;
         record.rollbacks = outcome.rollbacks;
