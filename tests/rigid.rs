@@ -496,7 +496,7 @@ fn a_frictionless_collision_of_free_bodies_keeps_linear_and_angular_momentum() {
     };
     let linear = |bodies: &[Body]| -> DVec3 { bodies.iter().map(|b| b.mass * b.velocity).sum() };
     let (l0, p0) = (angular(&bodies), linear(&bodies));
-    let outcome = impulses::solve(&world, &mut bodies, &contacts, &[true, true], 1.0);
+    let outcome = impulses::solve(&world, &mut bodies, &contacts, &[true, true], 1.0, 0.0);
     assert_eq!(outcome.projections + outcome.skipped, 0);
     let (l1, p1) = (angular(&bodies), linear(&bodies));
     assert!(

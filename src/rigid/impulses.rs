@@ -71,12 +71,18 @@ pub struct ImpulseOutcome {
 /// Resolves `contacts` (and the joints) with one QP per group of free bodies: `free[i]` says
 /// whether body `i`'s velocity may change; the others' velocities are constants. `restitution`
 /// is 0 for the static-contact update.
+///
+/// A group without joints none of whose contacts approaches faster than `approach` (cm/s) is
+/// left as it is when friction is staggered or absent: there every contact's gradient of the
+/// kinetic energy in its normal impulse, the contact's normal velocity, is not negative, so
+/// the frictionless QP's minimum is no impulse, and so is the friction bounded by it.
 pub fn solve(
     world: &World,
     bodies: &mut [Body],
     contacts: &[Contact],
     free: &[bool],
     restitution: f64,
+    approach: f64,
 ) -> ImpulseOutcome {
     let n = bodies.len();
     let mut groups = UnionFind::new(n);
@@ -116,18 +122,28 @@ pub fn solve(
     let mut roots: Vec<usize> = members.keys().copied().collect();
     roots.sort_unstable();
     let mut outcome = ImpulseOutcome::default();
+    let settings = &world.settings;
+    let skippable =
+        settings.friction == 0.0 || settings.friction_coupling == FrictionCoupling::Staggered;
     for root in roots {
         let (group, group_contacts, joints) = &members[&root];
+        let resting = joints.is_empty()
+            && group_contacts
+                .iter()
+                .all(|&k| contacts[k].normal_velocity(bodies) >= -approach);
+        if skippable && resting {
+            continue;
+        }
         let problem = Group {
             world,
             group,
             contacts: group_contacts.iter().map(|&k| &contacts[k]).collect(),
             joints,
         };
-        let mut result = problem.solve(bodies, free, restitution, &mut outcome);
+        let mut result = problem.solve(bodies, free, restitution, approach, &mut outcome);
         if result.is_none() && restitution > 0.0 {
             outcome.restitution_fallbacks += 1;
-            result = problem.solve(bodies, free, 0.0, &mut outcome);
+            result = problem.solve(bodies, free, 0.0, approach, &mut outcome);
         }
         if result.is_none() {
             outcome.projections += 1;
@@ -185,6 +201,7 @@ impl Group<'_> {
         bodies: &[Body],
         free: &[bool],
         restitution: f64,
+        approach: f64,
         outcome: &mut ImpulseOutcome,
     ) -> Option<Vec<(DVec3, DVec3)>> {
         let s = &self.world.settings;
@@ -201,14 +218,37 @@ impl Group<'_> {
                     .map(|r| r.0)
             }
             FrictionCoupling::Staggered => {
-                outcome.qps += 2;
-                let (_, normal) =
+                outcome.qps += 1;
+                let (velocities, normal) =
                     self.solve_with(bodies, free, restitution, Friction::None, &[])?;
+                // No contact sliding after it: friction has nothing to act on (its impulses'
+                // gradient, the sliding velocity, is zero), and the frictionless answer stands.
+                if self.sliding(bodies, &velocities) <= approach {
+                    return Some(velocities);
+                }
+                outcome.qps += 1;
                 let bounds: Vec<f64> = normal.iter().map(|j| s.friction * j.max(0.0)).collect();
                 self.solve_with(bodies, free, restitution, Friction::Bounded, &bounds)
                     .map(|r| r.0)
             }
         }
+    }
+
+    /// The fastest sliding (tangential relative speed) at the group's contacts when its bodies
+    /// have `velocities` (the others keep theirs).
+    fn sliding(&self, bodies: &[Body], velocities: &[(DVec3, DVec3)]) -> f64 {
+        let point_velocity = |i: usize, p: DVec3| match self.group.iter().position(|&g| g == i) {
+            Some(k) => velocities[k].0 + velocities[k].1.cross(p - bodies[i].pose.position),
+            None => bodies[i].point_velocity(p),
+        };
+        self.contacts
+            .iter()
+            .map(|c| {
+                let (a, b) = c.bodies;
+                let rel = point_velocity(b, c.point) - point_velocity(a, c.point);
+                (rel - rel.dot(c.normal) * c.normal).length()
+            })
+            .fold(0.0, f64::max)
     }
 
     /// One QP: the new velocities and each contact's normal impulse.

@@ -400,12 +400,20 @@ impl ObaSimulation {
             &contacts,
             &free,
             s.restitution,
+            tolerance,
         );
         let momentum_done = Instant::now();
         for (b, _) in self.bodies.iter_mut().zip(&free).filter(|(_, &f)| f) {
             b.velocity += self.gravity * h;
         }
-        let resting = impulses::solve(&self.world, &mut self.bodies, &contacts, &free, 0.0);
+        let resting = impulses::solve(
+            &self.world,
+            &mut self.bodies,
+            &contacts,
+            &free,
+            0.0,
+            tolerance,
+        );
         for o in [momentum, resting] {
             record.qps += o.qps;
             record.restitution_fallbacks += o.restitution_fallbacks;
