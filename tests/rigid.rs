@@ -18,7 +18,7 @@ use acm::rigid::scene::{
 };
 use acm::rigid::{ObaSimulation, World};
 use acm::scene::{Method, Scene};
-use acm::NoFrames;
+use acm::{NoFrames, Stepper};
 use common::Audited;
 use glam::{DQuat, DVec3};
 

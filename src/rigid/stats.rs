@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::engine::Stats;
+use crate::RunStats;
 
 /// One step's counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -90,13 +90,13 @@ pub struct ObaStats {
     pub steps_log: Vec<StepRecord>,
     /// The common statistics (model size, wall and simulated time, frames, threads).
     #[serde(flatten)]
-    pub run: Stats,
+    pub run: RunStats,
 }
 
 impl ObaStats {
     /// Empty statistics of a run with step `step`, frames every `frame_interval` and `bodies`
     /// bodies.
-    pub fn new(step: f64, frame_interval: f64, bodies: usize, run: Stats) -> Self {
+    pub fn new(step: f64, frame_interval: f64, bodies: usize, run: RunStats) -> Self {
         Self {
             integrator: "oba",
             step,

@@ -24,6 +24,7 @@ impl Method {
             Self::Acm => "acm",
             Self::Sync => "sync",
             Self::Implicit => "implicit",
+            Self::Oba => "oba",
         }
     }
 }
