@@ -642,6 +642,12 @@ impl FrameSink for RunSink {
 fn info(mut args: InfoArgs) -> Result<(), Failure> {
     args.profile = find_profile(args.profile);
     let scene = load(Some(&args.profile), &args.overrides)?;
+    if scene.integrator.method == Method::Oba {
+        let sim = acm::rigid::ObaSimulation::new(&scene)
+            .map_err(|e| bad_scene(&source(Some(&args.profile)), e))?;
+        print!("{}", sim.describe(&scene));
+        return Ok(());
+    }
     let sim = Simulation::new(&scene).map_err(|e| bad_scene(&source(Some(&args.profile)), e))?;
     let s = sim.run_stats();
     let state = sim.model().state();
