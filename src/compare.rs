@@ -169,14 +169,7 @@ impl FrameSink for Measure {
         }
         let c = measure(frame.source, frame.time, frame.positions);
         if self.first.is_none() {
-            let state = model.state();
-            self.free_mass = state
-                .mass
-                .iter()
-                .zip(&state.inv_mass)
-                .filter(|(_, &w)| w > 0.0)
-                .map(|(&m, _)| m)
-                .sum();
+            self.free_mass = frame.source.free_mass();
             self.first = Some(c);
         }
         self.largest_kinetic = self.largest_kinetic.max(c.kinetic);

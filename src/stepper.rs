@@ -72,6 +72,14 @@ pub trait FrameSource: std::fmt::Debug + Send {
         None
     }
 
+    /// The mass gravity accelerates (g): the free vertices' (those with `inv_mass > 0`), or
+    /// a rigid-body method's dynamic bodies'.
+    fn free_mass(&self) -> f64 {
+        let state = self.model().state();
+        let masses = state.mass.iter().zip(&state.inv_mass);
+        masses.filter(|(_, &w)| w > 0.0).map(|(&m, _)| m).sum()
+    }
+
     /// Penalty contact now (ACM's active layers); none for other methods.
     fn penalty_now(&self) -> PenaltyNow {
         PenaltyNow::default()

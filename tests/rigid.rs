@@ -682,3 +682,155 @@ fn the_minimum_energy_impulse_makes_a_sliding_box_hop_and_staggered_friction_doe
     assert!(thesis > 0.1, "thesis coupling rose {thesis} cm");
     assert!(staggered < 2e-3, "staggered coupling rose {staggered} cm");
 }
+
+/// Every thesis scene (`profiles/oba_*.toml`) through the common driver for its first
+/// frames: the method is OBA, no two triangles of any frame intersect (the exact audit), and
+/// every close pair stayed apart in the run.
+#[test]
+fn the_thesis_scenes_start_overlap_free_through_the_common_driver() {
+    for (name, frames) in [
+        ("stack", 6),
+        ("cs_stack", 6),
+        ("cubejam", 2),
+        ("wall", 3),
+        ("jacks", 2),
+        ("pendulum", 6),
+        ("office_toy", 6),
+        ("sphereglass", 2),
+        ("cubeglass", 2),
+    ] {
+        let path = common::profiles_dir().join(format!("oba_{name}.toml"));
+        let scene = acm::scene::profile::load(&path, &[]).expect("the profile loads");
+        let mut stepper = acm::driver(scene).expect("the scene builds");
+        assert_eq!(stepper.method(), Method::Oba);
+        let mut audit = Audited(acm::check::AuditReport::new());
+        let until = (frames - 1) as f64 * stepper.model().frame_interval();
+        stepper.run_until(until, &mut audit).expect("runs");
+        assert_eq!(audit.0.frames, frames, "{name}");
+        assert_eq!(audit.0.intersecting_pairs, 0, "{name}");
+        let stats = stepper.stats_json();
+        assert_eq!(stats["integrator"], "oba");
+        // Null (infinite) while no pair has come close.
+        let closest = stats["min_separation"].as_f64().unwrap_or(f64::INFINITY);
+        assert!(closest > 0.0, "{name}: closest pair {closest} cm");
+    }
+}
+
+/// Two cubes falling onto a floor, the second onto the first: a rigid scene every method
+/// can run (no spin, no joints, no compound bodies).
+const TWO_CUBES: &str = r#"
+[scene]
+name = "two_cubes"
+duration = 0.2
+frame_interval = 0.05
+gravity = [0.0, -981.0, 0.0]
+
+[integrator]
+method = "oba"
+
+[[body]]
+name = "floor"
+shape = { kind = "box", size = [40.0, 2.0, 40.0] }
+fixed = true
+translate = [0.0, -1.0, 0.0]
+
+[[body]]
+name = "low"
+shape = { kind = "box", size = [4.0, 4.0, 4.0] }
+translate = [0.0, 2.5, 0.0]
+
+[[body]]
+name = "high"
+shape = { kind = "box", size = [4.0, 4.0, 4.0] }
+translate = [0.5, 8.0, 0.3]
+velocity = [0.0, -50.0, 0.0]
+"#;
+
+#[test]
+fn acm_run_info_check_and_compare_take_rigid_scenes_and_bad_keys_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("cubes.toml"), TWO_CUBES).unwrap();
+    let ok = |args: &[&str]| {
+        let out = common::acm(dir.path(), args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let info = ok(&["info", "cubes.toml"]);
+    assert!(info.contains("integrator: oba, 3 bodies"), "{info}");
+    assert!(info.contains("body \"high\": dynamic"), "{info}");
+    ok(&["run", "cubes.toml", "--out", "o"]);
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("o/stats.json")).unwrap())
+            .unwrap();
+    assert_eq!(stats["integrator"], "oba");
+    assert_eq!(stats["frames"], 5);
+    assert!(
+        stats["totals"]["collisions"].as_u64().unwrap() > 0,
+        "{stats}"
+    );
+    let energy = std::fs::read_to_string(dir.path().join("o/energy.csv")).unwrap();
+    assert_eq!(energy.lines().count(), 1 + 5);
+    ok(&["check", "o"]);
+    // Every method on the same scene: the shells under ACM and the baselines, then OBA; the
+    // OBA row's momentum drift is what the floor gave (gravity's share is taken out).
+    let table = ok(&["compare", "cubes.toml", "--until", "0.1"]);
+    let rows: Vec<&str> = table.lines().skip(2).take(4).collect();
+    for (row, name) in rows.iter().zip(["acm", "sync", "implicit", "oba"]) {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[0], name, "{table}");
+    }
+    let oba: Vec<&str> = rows[3].split_whitespace().collect();
+    assert_eq!(oba[2..5], ["0.1000", "3", "0"], "{table}");
+    assert!(!table.contains("stopped early"), "{table}");
+    // A misspelt rigid key, and a value out of range: exit 2 naming the file, line and key.
+    for (from, to, says) in [
+        (
+            "translate = [0.5",
+            "translat = [0.5",
+            "unknown field `translat`",
+        ),
+        (
+            "size = [4.0, 4.0, 4.0] }\ntranslate = [0.5",
+            "size = [4.0, -4.0, 4.0] }\ntranslate = [0.5",
+            "body[2].shape.size.y (body \"high\"): must be finite and > 0",
+        ),
+    ] {
+        std::fs::write(dir.path().join("bad.toml"), TWO_CUBES.replace(from, to)).unwrap();
+        let out = common::acm(dir.path(), &["run", "bad.toml", "--out", "b"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("bad.toml:"), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
+    let out = common::acm(
+        dir.path(),
+        &["run", "cubes.toml", "--set", "oba.friction=-1"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("oba.friction: must be finite and >= 0"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn compare_takes_gravity_out_of_the_momentum_drift_of_falling_bodies() {
+    let mut cube = cube("cube", 2.0, DVec3::new(0.0, 10.0, 0.0));
+    cube.velocity = DVec3::new(3.0, 0.0, 0.0);
+    let scene = oba_scene(
+        vec![cube],
+        DVec3::new(0.0, -981.0, 0.0),
+        ObaSettings::default(),
+    );
+    let rows = acm::compare::compare(&scene, 0.1);
+    let oba = rows
+        .iter()
+        .find(|r| r.integrator == "oba")
+        .expect("an oba row");
+    assert_eq!(oba.frames, 4);
+    // Gravity gives 6.3e2 g cm/s of momentum here; measured drift 0.
+    assert!(oba.momentum_drift < 1e-9, "{}", oba.momentum_drift);
+    assert!(oba.stopped.is_none(), "{:?}", oba.stopped);
+}

@@ -233,6 +233,11 @@ impl FrameSource for ObaSimulation {
     fn body_conservation(&self, time: f64) -> Option<Conservation> {
         Some(self.conservation(time))
     }
+
+    fn free_mass(&self) -> f64 {
+        let dynamic = self.bodies.iter().filter(|b| b.is_dynamic());
+        dynamic.map(|b| b.mass).sum()
+    }
 }
 
 impl Stepper for ObaSimulation {
