@@ -44,9 +44,10 @@ fn posed_surface(b: &Body) -> TriMesh {
 /// Replaces `scene`'s bodies by stiff closed shells (objects appended after the scene's
 /// own): a dynamic body's shell has the body's mass spread over its surface and its shell
 /// material; a fixed body's is fixed; a scripted body's vertices follow its linear keys.
-/// Bodies that a shell cannot stand for are refused: compound bodies other than jacks (their
-/// parts are apart, so their shells would not hold together), spinning starts, scripted
-/// rotation, and joints.
+/// Contact is turned on, since the shells stand for bodies that collide (a profile written
+/// for OBA leaves ACM's `[contact]` out). Bodies that a shell cannot stand for are refused:
+/// compound bodies other than jacks (their parts are apart, so their shells would not hold
+/// together), spinning starts, scripted rotation, and joints.
 pub fn replace_bodies(scene: &mut Scene) -> Result<(), SceneError> {
     if scene.rigid.bodies.is_empty() {
         return Ok(());
@@ -65,6 +66,7 @@ pub fn replace_bodies(scene: &mut Scene) -> Result<(), SceneError> {
             "blasts run under integrator oba only",
         ));
     }
+    scene.contact.enabled = true;
     let specs = std::mem::take(&mut scene.rigid.bodies);
     for (i, spec) in specs.iter().enumerate() {
         let path = format!("body[{i}]");
