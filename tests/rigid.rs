@@ -799,6 +799,11 @@ fn acm_run_info_check_and_compare_take_rigid_scenes_and_bad_keys_exit_2() {
             "size = [4.0, -4.0, 4.0] }\ntranslate = [0.5",
             "body[2].shape.size.y (body \"high\"): must be finite and > 0",
         ),
+        (
+            "velocity = [0.0, -50.0, 0.0]",
+            "replicate = { count = [2, 0, 1], spacing = [5.0, 0.0, 0.0] }",
+            "body[2].replicate.count",
+        ),
     ] {
         std::fs::write(dir.path().join("bad.toml"), TWO_CUBES.replace(from, to)).unwrap();
         let out = common::acm(dir.path(), &["run", "bad.toml", "--out", "b"]);

@@ -2,7 +2,7 @@
 //! 2001): convex rigid bodies take one step per frame, and every collision and resting contact
 //! inside the step is resolved at its end by quadratic programs (`docs/rigid.md`).
 //!
-//! [`ObaSimulation`] is the driver ([`simulation`]); a step ([`step`]) is the position update
+//! [`ObaSimulation`] is the driver (`simulation.rs`); a step (`step.rs`) is the position update
 //! ([`position`]: iterated QPs over separating planes), the contacts ([`geometry`]), and the
 //! momentum and static-contact updates ([`impulses`]), all QPs solved by [`qp`]. Bodies
 //! ([`body`], [`shape`], [`hull`]) come from `[[body]]` entries ([`scene`], [`profile`]); under

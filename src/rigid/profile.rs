@@ -12,6 +12,7 @@ use super::scene::{
     Blast, BodyMotion, BodyShape, BodySpec, FrictionCoupling, FrictionModel, JointSpec,
     ObaSettings, Objective, RigidScene, ShellMaterial,
 };
+use crate::scene::profile::replicate_total;
 use crate::scene::SceneError;
 
 /// `[[body]]`.
@@ -179,9 +180,6 @@ struct BlastTable {
     speed: f64,
 }
 
-/// Most copies one `replicate` table may make.
-const MAX_COPIES: usize = 100_000;
-
 /// The rigid scene of a profile's tables, and for each body the `[[body]]` entry it came
 /// from; `base` resolves OBJ paths.
 pub fn rigid_scene(
@@ -322,20 +320,8 @@ impl BodyTable {
         let Some(r) = &self.replicate else {
             return Ok(vec![spec]);
         };
-        let [nx, ny, nz] = r.count;
-        let total = nx
-            .checked_mul(ny)
-            .and_then(|n| n.checked_mul(nz))
-            .filter(|&n| (1..=MAX_COPIES).contains(&n))
-            .ok_or_else(|| {
-                SceneError::new(
-                    format!("{path}.replicate.count"),
-                    format!(
-                        "each count must be >= 1 and their product <= {MAX_COPIES}, got {:?}",
-                        r.count
-                    ),
-                )
-            })?;
+        let [nx, ny, _] = r.count;
+        let total = replicate_total(r.count, &format!("{path}.replicate.count"))?;
         for (value, key) in [(r.speed, "speed"), (r.spin, "spin")] {
             if !(value.is_finite() && value >= 0.0) {
                 return Err(SceneError::new(

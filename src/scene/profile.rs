@@ -527,6 +527,21 @@ struct ReplicateTable {
 /// Most copies one `replicate` table may make.
 const MAX_COPIES: usize = 100_000;
 
+/// How many copies a `replicate` table's `count` (at `path`) makes: the product of its three
+/// counts, each at least 1, at most [`MAX_COPIES`] in all.
+pub(crate) fn replicate_total(count: [usize; 3], path: &str) -> Result<usize, SceneError> {
+    let [nx, ny, nz] = count;
+    nx.checked_mul(ny)
+        .and_then(|n| n.checked_mul(nz))
+        .filter(|&n| (1..=MAX_COPIES).contains(&n))
+        .ok_or_else(|| {
+            SceneError::new(
+                path,
+                format!("each count must be >= 1 and their product <= {MAX_COPIES}, got {count:?}"),
+            )
+        })
+}
+
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum ScaleSpec {
@@ -875,20 +890,8 @@ impl ObjectTable {
         let Some(r) = self.replicate.as_ref() else {
             return Ok(vec![self.into_object(index, base)?]);
         };
-        let [nx, ny, nz] = r.count;
-        let total = nx
-            .checked_mul(ny)
-            .and_then(|n| n.checked_mul(nz))
-            .filter(|&n| (1..=MAX_COPIES).contains(&n))
-            .ok_or_else(|| {
-                SceneError::new(
-                    format!("{path}.count"),
-                    format!(
-                        "each count must be >= 1 and their product <= {MAX_COPIES}, got {:?}",
-                        r.count
-                    ),
-                )
-            })?;
+        let [nx, ny, _] = r.count;
+        let total = replicate_total(r.count, &format!("{path}.count"))?;
         let spacing = DVec3::from_array(r.spacing);
         if !spacing.is_finite() {
             return Err(SceneError::new(
