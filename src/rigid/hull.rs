@@ -26,7 +26,8 @@ pub fn check_convex(vertices: &[DVec3], triangles: &[[u32; 3]]) -> Result<(), St
             *edges.entry((a.min(b), a.max(b))).or_default() += if a < b { 1 } else { -1 };
         }
     }
-    if let Some(((a, b), _)) = edges.iter().find(|(_, &n)| n != 0) {
+    // The first bad edge in vertex order, so the message does not depend on the map's order.
+    if let Some((a, b)) = edges.iter().filter(|(_, &n)| n != 0).map(|(&e, _)| e).min() {
         return Err(format!(
             "not a closed, consistently oriented surface: edge {a}-{b} is not shared by two \
              opposite triangles"
