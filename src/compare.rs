@@ -1,5 +1,6 @@
 //! `acm compare`: one scene, every method (ACM, the synchronous baseline, implicit contact
-//! handling), the same simulated time, one table.
+//! handling, and optimization-based animation when the scene has rigid bodies), the same
+//! simulated time, one table.
 //!
 //! Each run hands its frames to an in-memory sink that audits them exactly
 //! ([`crate::check::audit_positions`]) and measures energy and momentum
@@ -46,12 +47,15 @@ pub struct CompareRow {
     pub notes: Option<String>,
 }
 
-/// Runs `scene` with every method ([`Method::ALL`]) up to `until` and returns one row for
-/// each, with the method's summary of its run as the row's notes. A scene one method cannot
-/// build (for example, primitives closer than ACM's `eta1`) gives a row that says so.
+/// Runs `scene` with every method ([`Method::ALL`], and [`Method::Oba`] when it has rigid
+/// bodies) up to `until` and returns one row for each, with the method's summary of its run
+/// as the row's notes. A scene one method cannot build (for example, primitives closer than
+/// ACM's `eta1`) gives a row that says so.
 pub fn compare(scene: &Scene, until: f64) -> Vec<CompareRow> {
+    let rigid = (!scene.rigid.bodies.is_empty()).then_some(Method::Oba);
     Method::ALL
         .into_iter()
+        .chain(rigid)
         .map(|method| {
             let name = match method {
                 Method::Sync => match scene.sync.failsafe {
@@ -165,14 +169,7 @@ impl FrameSink for Measure {
         }
         let c = measure(frame.source, frame.time, frame.positions);
         if self.first.is_none() {
-            let state = model.state();
-            self.free_mass = state
-                .mass
-                .iter()
-                .zip(&state.inv_mass)
-                .filter(|(_, &w)| w > 0.0)
-                .map(|(&m, _)| m)
-                .sum();
+            self.free_mass = frame.source.free_mass();
             self.first = Some(c);
         }
         self.largest_kinetic = self.largest_kinetic.max(c.kinetic);

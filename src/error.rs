@@ -175,7 +175,7 @@ pub enum RunError {
          {advice}"
     )]
     Unresolved {
-        /// `synchronous` or `implicit`.
+        /// `synchronous`, `implicit` or `optimization-based`.
         method: &'static str,
         /// Start of the step.
         time: f64,

@@ -54,6 +54,7 @@ pub mod penalty;
 pub mod plot;
 pub mod prelude;
 pub mod profiling;
+pub mod rigid;
 mod run_stats;
 pub mod scene;
 pub mod state;

@@ -1,7 +1,8 @@
 //! One interface for every method: a [`Stepper`] advances its [`Model`] through time and hands
-//! [`Frame`]s to a [`FrameSink`], showing itself to them as a [`FrameSource`]. ACM's event loop ([`crate::Simulation`]), the synchronous
-//! velocity filter ([`crate::sync::SyncSimulation`]) and implicit contact
-//! ([`crate::implicit::ImplicitSimulation`]) implement it, so the command line, `acm compare` and
+//! [`Frame`]s to a [`FrameSink`], showing itself to them as a [`FrameSource`]. ACM's event loop
+//! ([`crate::Simulation`]), the synchronous velocity filter ([`crate::sync::SyncSimulation`]),
+//! implicit contact ([`crate::implicit::ImplicitSimulation`]) and optimization-based animation
+//! of rigid bodies ([`crate::rigid::ObaSimulation`]) implement it, so the command line, `acm compare` and
 //! the Python module drive any of them the same way ([`crate::driver`] builds the one a scene
 //! asks for).
 
@@ -9,6 +10,7 @@ use std::sync::atomic::AtomicBool;
 
 use glam::DVec3;
 
+use crate::check::Conservation;
 use crate::scene::Method;
 use crate::{Model, RunError, RunStats};
 
@@ -61,6 +63,21 @@ pub trait FrameSource: std::fmt::Debug + Send {
     /// method whose contact holds none.
     fn contact_energy(&self, _positions: &[DVec3]) -> f64 {
         0.0
+    }
+
+    /// Energies and momenta measured from rigid bodies rather than from the vertex state, for a
+    /// method whose vertices only show its bodies' surfaces (optimization-based animation);
+    /// `None` for the others.
+    fn body_conservation(&self, _time: f64) -> Option<Conservation> {
+        None
+    }
+
+    /// The mass gravity accelerates (g): the free vertices' (those with `inv_mass > 0`), or
+    /// a rigid-body method's dynamic bodies'.
+    fn free_mass(&self) -> f64 {
+        let state = self.model().state();
+        let masses = state.mass.iter().zip(&state.inv_mass);
+        masses.filter(|(_, &w)| w > 0.0).map(|(&m, _)| m).sum()
     }
 
     /// Penalty contact now (ACM's active layers); none for other methods.

@@ -257,6 +257,8 @@ def test_two_simulations_on_two_python_threads_equal_one_alone():
          r"use at most \d+"),
         (lambda: acm.Simulation(acm.load(PROFILE, set={"integrator": "sync"})),
          "sheet_on_sphere: integrator = sync runs from the command line"),
+        (lambda: acm.Simulation(acm.load(REPO / "profiles" / "oba_stack.toml")),
+         "oba_stack: integrator = oba runs from the command line"),
         (lambda: acm.Scene().add_object("s", np.zeros((3, 2)), [[0, 1, 2]]),
          r"object\[0\].vertices: expected shape \(n, 3\)"),
         (lambda: acm.Scene().add_object("s", np.zeros((3, 3)), [[0, 1, -2]]),

@@ -41,9 +41,9 @@ enum Command {
     Info(InfoArgs),
     /// Exact intersection audit of the frames in a directory (exit 3 if any pair intersects).
     Check(CheckArgs),
-    /// Run a profile with ACM, the synchronous baseline (thesis ch. 3) and implicit contact
-    /// handling to the same time and print wall time, intersections, energy and momentum
-    /// drift, minimum distance.
+    /// Run a profile with ACM, the synchronous baseline (thesis ch. 3), implicit contact
+    /// handling and, when it has rigid bodies, optimization-based animation to the same time
+    /// and print wall time, intersections, energy and momentum drift, minimum distance.
     Compare(CompareArgs),
     /// Draw PNG charts of a run's output directory: energy and momentum, penalty pairs and the
     /// deepest layer over time, and the histogram of vertex time steps.
@@ -89,7 +89,7 @@ struct PlotArgs {
 struct CompareArgs {
     /// Profile (TOML).
     profile: PathBuf,
-    /// Simulated time (s) of both runs (default: the profile's duration).
+    /// Simulated time (s) of every run (default: the profile's duration).
     #[arg(long, allow_negative_numbers = true)]
     until: Option<f64>,
     /// Override a profile value (repeatable).
@@ -657,6 +657,12 @@ impl FrameSink for RunSink {
 fn info(mut args: InfoArgs) -> Result<(), Failure> {
     args.profile = find_profile(args.profile);
     let scene = load(Some(&args.profile), &args.overrides)?;
+    if scene.integrator.method == Method::Oba {
+        let sim = acm::rigid::ObaSimulation::new(&scene)
+            .map_err(|e| bad_scene(&source(Some(&args.profile)), e))?;
+        print!("{}", sim.describe(&scene));
+        return Ok(());
+    }
     let sim = Simulation::new(&scene).map_err(|e| bad_scene(&source(Some(&args.profile)), e))?;
     let s = sim.run_stats();
     let state = sim.model().state();

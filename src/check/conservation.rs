@@ -30,9 +30,13 @@ pub struct Conservation {
 }
 
 /// Measures the model of `source` at time `time`, where `positions` are every vertex's
-/// positions at that time (the velocities are its state's, the penalty energy its method's).
+/// positions at that time (the velocities are its state's, the penalty energy its method's),
+/// or what the method measures of its rigid bodies ([`FrameSource::body_conservation`]).
 /// Sums run in vertex order, so the result does not depend on the number of threads.
 pub fn measure(source: &dyn FrameSource, time: f64, positions: &[DVec3]) -> Conservation {
+    if let Some(bodies) = source.body_conservation(time) {
+        return bodies;
+    }
     let model = source.model();
     let state = model.state();
     let g = model.gravity();

@@ -45,6 +45,9 @@ impl Model {
     /// The scene's validation errors, and clocks or masses double precision cannot carry (a
     /// density out of range, an element too stiff to reach the scene's end).
     pub(crate) fn build(scene: &mut Cow<'_, Scene>) -> Result<Self, SceneError> {
+        if !scene.rigid.bodies.is_empty() {
+            crate::rigid::shells::replace_bodies(scene.to_mut())?;
+        }
         scene.validate()?;
         let Placed {
             objects,

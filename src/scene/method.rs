@@ -10,6 +10,8 @@ pub enum Method {
     Sync,
     /// Implicit contact handling (Otaduy et al. 2009) of [`crate::implicit`].
     Implicit,
+    /// Optimization-based animation of rigid bodies (Schmidl 2002) of [`crate::rigid`].
+    Oba,
 }
 
 impl Method {
@@ -22,6 +24,7 @@ impl Method {
             Self::Acm => "acm",
             Self::Sync => "sync",
             Self::Implicit => "implicit",
+            Self::Oba => "oba",
         }
     }
 }

@@ -290,6 +290,9 @@ pub struct Scene {
     pub implicit: ImplicitSettings,
     /// The chapter-8 optimizations switched on.
     pub speed: SpeedSettings,
+    /// Rigid bodies, their joints and the parameters of optimization-based animation: moved
+    /// by `integrator.method = "oba"`, and run as stiff closed shells by the others.
+    pub rigid: crate::rigid::RigidScene,
 }
 
 impl Default for Scene {
@@ -308,6 +311,7 @@ impl Default for Scene {
             sync: SyncSettings::default(),
             implicit: ImplicitSettings::default(),
             speed: SpeedSettings::default(),
+            rigid: crate::rigid::RigidScene::default(),
         }
     }
 }

@@ -98,8 +98,13 @@ pub fn parse(
     // A scene error's path is blamed on the override that set it, or located in the file; an
     // object's path also gives the object's name.
     let names: Vec<String> = schema.objects.iter().map(|o| o.name.clone()).collect();
+    let body_names: Vec<String> = schema.bodies.iter().map(|b| b.name().to_string()).collect();
     let scene_error = |e: SceneError| {
-        let named = format!("{}: {}", name_object(&e.path, &names), e.message);
+        let named = format!(
+            "{}: {}",
+            name_entry(&name_entry(&e.path, "object", &names), "body", &body_names),
+            e.message
+        );
         match set
             .iter()
             .find(|(_, path)| within(&e.path, path) || within(path, &e.path))
@@ -108,12 +113,17 @@ pub fn parse(
             None => error(locate(text, &e.path), named),
         }
     };
-    let (scene, origin) = schema.into_scene(base).map_err(scene_error)?;
+    let (scene, origin, body_origin) = schema.into_scene(base).map_err(scene_error)?;
     // The intersection test of `Scene::validate` is left to the integrator's constructor, so a
     // large scene pays for it once.
-    scene
-        .validate_fields()
-        .map_err(|e| scene_error(SceneError::new(profile_path(&e.path, &origin), e.message)))?;
+    scene.validate_fields().map_err(|e| {
+        let path = profile_path(
+            &profile_path(&e.path, "object", &origin),
+            "body",
+            &body_origin,
+        );
+        scene_error(SceneError::new(path, e.message))
+    })?;
     Ok(scene)
 }
 
@@ -139,15 +149,16 @@ fn first_bad_override<'a>(text: &str, overrides: &'a [String]) -> Option<&'a str
     })
 }
 
-/// Field path `path` with the name of the `[[object]]` entry it starts in, when it does:
-/// `object[1].material.density (object "sheet")`.
-fn name_object(path: &str, names: &[String]) -> String {
+/// Field path `path` with the name of the `[[kind]]` entry (`object`, `body`) it starts in,
+/// when it does: `object[1].material.density (object "sheet")`.
+fn name_entry(path: &str, kind: &str, names: &[String]) -> String {
     let entry = path
-        .strip_prefix("object[")
+        .strip_prefix(kind)
+        .and_then(|rest| rest.strip_prefix('['))
         .and_then(|rest| rest.split_once(']'))
         .and_then(|(i, _)| names.get(i.parse::<usize>().ok()?));
     match entry {
-        Some(name) => format!("{path} (object {name:?})"),
+        Some(name) => format!("{path} ({kind} {name:?})"),
         None => path.to_string(),
     }
 }
@@ -175,15 +186,17 @@ fn plain_types(message: &str) -> String {
     })
 }
 
-/// Rewrites a scene field path `object[i]...` to the `[[object]]` entry object `i` came from
-/// (`origin[i]`), which differs once a `replicate` table has expanded an entry into copies.
-fn profile_path(path: &str, origin: &[usize]) -> String {
+/// Rewrites a scene field path `kind[i]...` (`object`, `body`) to the `[[kind]]` entry item
+/// `i` came from (`origin[i]`), which differs once a `replicate` table has expanded an entry
+/// into copies.
+fn profile_path(path: &str, kind: &str, origin: &[usize]) -> String {
     let entry = path
-        .strip_prefix("object[")
+        .strip_prefix(kind)
+        .and_then(|rest| rest.strip_prefix('['))
         .and_then(|rest| rest.split_once(']'))
         .and_then(|(i, rest)| Some((origin.get(i.parse::<usize>().ok()?)?, rest)));
     match entry {
-        Some((entry, rest)) => format!("object[{entry}]{rest}"),
+        Some((entry, rest)) => format!("{kind}[{entry}]{rest}"),
         None => path.to_string(),
     }
 }
@@ -341,6 +354,12 @@ struct ProfileFile {
     implicit: ImplicitTable,
     #[serde(default)]
     speed: SpeedTable,
+    #[serde(default, rename = "body")]
+    bodies: Vec<crate::rigid::profile::BodyTable>,
+    #[serde(default, rename = "joint")]
+    joints: Vec<crate::rigid::profile::JointTable>,
+    #[serde(default)]
+    oba: crate::rigid::profile::ObaTable,
 }
 
 #[derive(Deserialize)]
@@ -373,6 +392,7 @@ enum MethodName {
     Acm,
     Sync,
     Implicit,
+    Oba,
 }
 
 #[derive(Deserialize, Default)]
@@ -506,6 +526,21 @@ struct ReplicateTable {
 
 /// Most copies one `replicate` table may make.
 const MAX_COPIES: usize = 100_000;
+
+/// How many copies a `replicate` table's `count` (at `path`) makes: the product of its three
+/// counts, each at least 1, at most [`MAX_COPIES`] in all.
+pub(crate) fn replicate_total(count: [usize; 3], path: &str) -> Result<usize, SceneError> {
+    let [nx, ny, nz] = count;
+    nx.checked_mul(ny)
+        .and_then(|n| n.checked_mul(nz))
+        .filter(|&n| (1..=MAX_COPIES).contains(&n))
+        .ok_or_else(|| {
+            SceneError::new(
+                path,
+                format!("each count must be >= 1 and their product <= {MAX_COPIES}, got {count:?}"),
+            )
+        })
+}
 
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -717,8 +752,9 @@ fn yes() -> bool {
 }
 
 impl ProfileFile {
-    /// The scene, and for each of its objects the index of the `[[object]]` entry it came from.
-    fn into_scene(self, base: &Path) -> Result<(Scene, Vec<usize>), SceneError> {
+    /// The scene, and for each of its objects and bodies the index of the `[[object]]` or
+    /// `[[body]]` entry it came from.
+    fn into_scene(self, base: &Path) -> Result<(Scene, Vec<usize>, Vec<usize>), SceneError> {
         let defaults = Scene::default();
         if self.integrator.grouping.is_some() {
             return Err(SceneError::new(
@@ -731,6 +767,7 @@ impl ProfileFile {
             method: match self.integrator.method {
                 Some(MethodName::Sync) => Method::Sync,
                 Some(MethodName::Implicit) => Method::Implicit,
+                Some(MethodName::Oba) => Method::Oba,
                 Some(MethodName::Acm) | None => Method::Acm,
             },
             safety: self.integrator.safety.unwrap_or(defaults.integrator.safety),
@@ -795,6 +832,8 @@ impl ProfileFile {
                 None => c.scheduler,
             },
         };
+        let (rigid, body_origin) =
+            crate::rigid::profile::rigid_scene(self.bodies, self.joints, self.oba, base)?;
         let mut objects = Vec::new();
         let mut origin = Vec::new();
         for (i, o) in self.objects.into_iter().enumerate() {
@@ -813,6 +852,7 @@ impl ProfileFile {
             sync,
             implicit,
             speed: self.speed.settings(),
+            rigid,
             ..defaults
         };
         for (i, f) in self.fixed.iter().enumerate() {
@@ -837,7 +877,7 @@ impl ProfileFile {
                 end: f.end,
             });
         }
-        Ok((scene, origin))
+        Ok((scene, origin, body_origin))
     }
 }
 
@@ -850,20 +890,8 @@ impl ObjectTable {
         let Some(r) = self.replicate.as_ref() else {
             return Ok(vec![self.into_object(index, base)?]);
         };
-        let [nx, ny, nz] = r.count;
-        let total = nx
-            .checked_mul(ny)
-            .and_then(|n| n.checked_mul(nz))
-            .filter(|&n| (1..=MAX_COPIES).contains(&n))
-            .ok_or_else(|| {
-                SceneError::new(
-                    format!("{path}.count"),
-                    format!(
-                        "each count must be >= 1 and their product <= {MAX_COPIES}, got {:?}",
-                        r.count
-                    ),
-                )
-            })?;
+        let [nx, ny, _] = r.count;
+        let total = replicate_total(r.count, &format!("{path}.count"))?;
         let spacing = DVec3::from_array(r.spacing);
         if !spacing.is_finite() {
             return Err(SceneError::new(

@@ -33,6 +33,7 @@ pub(super) fn scene(s: &Scene) -> Result {
         ));
     }
     objects(s)?;
+    s.rigid.validate()?;
     for (i, set) in s.fixed.iter().enumerate() {
         vertex_set(s, set, &format!("fixed[{i}]"))?;
     }
@@ -293,8 +294,11 @@ fn implicit(s: &super::ImplicitSettings) -> Result {
 }
 
 fn objects(s: &Scene) -> Result {
-    if s.objects.is_empty() {
-        return Err(SceneError::new("object", "the scene has no objects"));
+    if s.objects.is_empty() && s.rigid.bodies.is_empty() {
+        return Err(SceneError::new(
+            "object",
+            "the scene has no objects or bodies",
+        ));
     }
     let vertices = s.vertex_count();
     crate::mesh::budget::check_vertices(vertices as u64).map_err(|e| {

@@ -1,0 +1,31 @@
+//! Rigid bodies and optimization-based animation (OBA: Schmidl 2002, Milenkovic and Schmidl
+//! 2001): convex rigid bodies take one step per frame, and every collision and resting contact
+//! inside the step is resolved at its end by quadratic programs (`docs/rigid.md`).
+//!
+//! [`ObaSimulation`] is the driver (`simulation.rs`); a step (`step.rs`) is the position update
+//! ([`position`]: iterated QPs over separating planes), the contacts ([`geometry`]), and the
+//! momentum and static-contact updates ([`impulses`]), all QPs solved by [`qp`]. Bodies
+//! ([`body`], [`shape`], [`hull`]) come from `[[body]]` entries ([`scene`], [`profile`]); under
+//! ACM, the synchronous baseline and implicit contact each runs as its surface, a stiff
+//! closed shell ([`shells`]).
+
+pub mod body;
+pub mod broad;
+pub mod geometry;
+pub mod hull;
+pub mod impulses;
+pub mod position;
+pub mod profile;
+pub mod qp;
+pub mod scene;
+pub mod shape;
+pub mod shells;
+mod simulation;
+mod stats;
+mod step;
+mod world;
+
+pub use scene::{ObaSettings, RigidScene};
+pub use simulation::ObaSimulation;
+pub use stats::{ObaStats, StepRecord};
+pub use world::{Joint, World};

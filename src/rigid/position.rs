@@ -1,0 +1,1236 @@
+//! The position update (thesis §6.1, Table 6.1): move every body as close as possible to its
+//! target pose without overlap, by iterated QPs over linearized separating-plane constraints.
+//!
+//! **The problem.** Minimize the distance to the targets (eq. 6.7 or 6.8) over the bodies'
+//! poses and, per close pair of parts, a separating plane `n.x = d` (unit `n` from `A` to
+//! `B`) with every vertex of `A` on its side by `gap / 2` and every vertex of `B` on the other
+//! (eq. 6.1; a sphere is its centre with its radius). The constraints are bilinear in the
+//! poses and planes, so each iteration solves the QP of their linearization about the current
+//! poses and planes: per movable body of a group the perturbation `(dx, dphi)`, per pair the
+//! plane's tilt `(delta_x, delta_y)` along its tangent frame and its offset `e` from a pivot
+//! `p0` on it, and per critical vertex `q` of `A` the row
+//! `n.(q - p0) + n.dx_a - (n x (q - x_a)).dphi_a + (n_x.(q - p0)) delta_x + (n_y.(q - p0))
+//! delta_y - e <= -gap/2 - r_a` (eq. 6.18; eq. 6.19 for `B` with the sign turned). Joints are
+//! equalities (eq. 6.44).
+//!
+//! **Planes are carried.** The thesis recomputes each plane from the geometry after every QP.
+//! Where the closest features of a pair change with the poses (a corner passing an edge, a
+//! sphere under a tilting face) that normal jumps between iterates, and the iteration cycles:
+//! measured on the thesis's `c-s stack` and pendulum, where most steps ran to the iteration
+//! limit without settling. Here a pair's plane is taken from the geometry when the pair is
+//! found (the mid-plane of eq. 6.20 across the signed-distance normal), and afterwards moved
+//! by the QP's own tilt and offset, so the planes change smoothly with the poses and the
+//! iteration is Newton-like on one smooth problem.
+//!
+//! **Trust region and merit.** Each group of bodies joined by pairs and joints iterates on its
+//! own. Its rotations and plane tilts are bounded per iteration by `oba.rotation_bound` times
+//! the group's trust `tau` (and its translations by `tau` times its largest deficit); a step
+//! is kept when the merit `f + mu V` (distance to the targets plus `mu` times the pairs'
+//! shortfall below `gap / 2` and the joints' residuals, `mu` twice the largest pair or joint
+//! multiplier of the QP) falls by at least a tenth of what the QP predicted. A step that falls
+//! short is undone and `tau` quartered, unless it ran into vertices or pairs the QP did not
+//! know (Table 6.1's reckless update: they are added and the QP is solved again); a step that
+//! does better than predicted doubles `tau` up to 1. A group is done when a step leaves it
+//! clean (every pair at least `gap / 10` apart) and moved no body by more than `gap`.
+//!
+//! **Ending clean.** A group that reaches `oba.max_iterations` overlapping takes up to
+//! [`REPAIRS`] more QPs that stay as near as possible to where it is (its targets set to its
+//! poses), which remove the small overlaps linearization leaves; if it is still not clean it
+//! goes back to its last clean poses (`fallback`). The poses returned are then verified: every
+//! pair of parts whose boxes touch, one of them movable, must be `gap / 10` apart by the
+//! signed distance; a group in such a pair that moved goes back to its last clean poses (to the
+//! step's start at worst), until the configuration verifies.
+
+use glam::{DMat3, DVec3};
+use hashbrown::HashMap;
+
+use super::body::{rotation_between, Body, Pose};
+use super::geometry::{separation, tangent_frame, Separation, WorldPart};
+use super::qp::{Qp, QpFailure};
+use super::scene::Objective;
+use super::World;
+
+/// A group has converged when its QP predicts the objective can fall by at most this fraction.
+pub const CONVERGED: f64 = 1e-3;
+
+/// QPs a group that ends its iterations overlapping may take to remove the overlap.
+pub const REPAIRS: u32 = 3;
+
+/// A pair of parts nearer than the contact distance at the final poses, and what the
+/// position update learnt about it.
+#[derive(Clone, Debug)]
+pub struct ClosePair {
+    /// The two parts (flat indices into [`World::parts`]), smaller first.
+    pub parts: (usize, usize),
+    /// Their separation at the final poses.
+    pub separation: Separation,
+    /// Critical vertices of each part (indices into the part's vertices; empty when the pair
+    /// was not in the QPs).
+    pub critical: (Vec<u32>, Vec<u32>),
+}
+
+/// What one position update did.
+#[derive(Clone, Debug, Default)]
+pub struct PositionOutcome {
+    /// The pairs nearer than the contact distance at the final poses, in part order.
+    pub pairs: Vec<ClosePair>,
+    /// Close pairs: the pairs of parts the QPs kept apart.
+    pub close_pairs: u32,
+    /// QPs solved (repairs included).
+    pub qps: u32,
+    /// Steps undone: the merit did not fall enough, or the QP was infeasible.
+    pub rollbacks: u32,
+    /// Iterations (the most any group took).
+    pub iterations: u32,
+    /// Repair QPs taken by groups that ended their iterations overlapping.
+    pub repairs: u32,
+    /// Whether some group ended at an earlier clean configuration than its last iterate.
+    pub fallback: bool,
+    /// The smallest separation of a close pair at the final poses (cm).
+    pub min_separation: f64,
+}
+
+/// The step's poses could not be made overlap-free.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error(
+    "bodies {a:?} and {b:?} overlap by {depth:.3e} cm at every configuration the position update \
+     reached, the start of the step included: prescribed motion (a scripted body) pushes one \
+     into the other"
+)]
+pub struct Stuck {
+    /// One body.
+    pub a: String,
+    /// The other.
+    pub b: String,
+    /// Overlap (cm).
+    pub depth: f64,
+}
+
+/// A separating plane `n.x = d`, unit `n` pointing from the pair's first part to its second.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Plane {
+    n: DVec3,
+    d: f64,
+}
+
+impl Plane {
+    /// The mid-plane across the signed-distance normal (eq. 6.20).
+    fn between(a: &WorldPart, sep: Separation) -> Self {
+        let n = sep.normal;
+        let top_a = a
+            .vertices
+            .iter()
+            .map(|v| v.dot(n))
+            .fold(f64::NEG_INFINITY, f64::max)
+            + a.radius;
+        Self {
+            n,
+            d: top_a + 0.5 * sep.distance,
+        }
+    }
+
+    /// The plane carried along by a body moving from pose `from` to pose `to`.
+    fn moved(&self, from: &Pose, to: &Pose) -> Self {
+        let turn = to.rotation * from.rotation.transpose();
+        let point = self.n * self.d;
+        let n = turn * self.n;
+        Self {
+            n,
+            d: n.dot(to.position + turn * (point - from.position)),
+        }
+    }
+
+    /// Whether no vertex of `a` (first side) or `b` is more than `slack` on the wrong side.
+    fn holds(&self, a: &WorldPart, b: &WorldPart, slack: f64) -> bool {
+        let worst = |part: &WorldPart, side: f64| {
+            part.vertices
+                .iter()
+                .map(|&v| self.height(part, v, side))
+                .fold(f64::NEG_INFINITY, f64::max)
+        };
+        worst(a, 1.0) <= slack && worst(b, -1.0) <= slack
+    }
+
+    /// The height of `part`'s vertex `v` above the plane toward the other part (`side` +1 for
+    /// the first part, -1 for the second), its radius included: how far it is from violating.
+    fn height(&self, part: &WorldPart, v: DVec3, side: f64) -> f64 {
+        side * (self.n.dot(v) - self.d) + part.radius
+    }
+}
+
+/// What a position update hands the next one (warm start): the close pairs' planes, critical
+/// vertices and multipliers, and the joints' multipliers. A remembered plane is taken again
+/// when no vertex is more than the contact distance on its wrong side at the new start.
+#[derive(Clone, Debug, Default)]
+pub struct Memory {
+    pairs: HashMap<(usize, usize), Pair>,
+    joint_duals: Vec<DVec3>,
+}
+
+/// A close pair in the update: its parts and bodies, its carried plane, its critical
+/// vertices, and its signed distance at the current poses.
+#[derive(Clone, Debug)]
+struct Pair {
+    parts: (usize, usize),
+    bodies: (usize, usize),
+    plane: Plane,
+    critical: (Vec<u32>, Vec<u32>),
+    /// The multipliers of the critical vertices' rows in the last QP (missing: 0).
+    duals: (Vec<f64>, Vec<f64>),
+    separation: Separation,
+}
+
+/// What a group's QP proposes: the new poses of its bodies and planes of its pairs, the
+/// model's predicted fall of the objective, and `mu` for the merit.
+struct Proposal {
+    poses: Vec<(usize, Pose)>,
+    planes: Vec<(usize, Plane)>,
+    predicted: f64,
+    mu: f64,
+    largest_move: f64,
+}
+
+/// The state of one position update.
+struct Update<'a> {
+    world: &'a World,
+    bodies: &'a [Body],
+    targets: &'a [Pose],
+    movable: &'a [bool],
+    /// Current poses (immovable bodies at their targets).
+    cur: Vec<Pose>,
+    /// Parts posed at `cur`.
+    parts: Vec<WorldPart>,
+    /// Each body's last poses at which its group was clean.
+    clean: Vec<Pose>,
+    /// Each body's trust in its group's linearization, in (0, 1].
+    trust: Vec<f64>,
+    /// Whether each body's group has converged.
+    done: Vec<bool>,
+    /// Rotation weights of the objective (world frame, at the step's start).
+    rotation_weight: Vec<DMat3>,
+    pairs: Vec<Pair>,
+    index: HashMap<(usize, usize), usize>,
+    /// Each joint's multiplier in the last QP of its group.
+    joint_duals: Vec<DVec3>,
+    outcome: PositionOutcome,
+}
+
+/// Runs the position update: `bodies[i].pose` is the start, `targets[i]` the target;
+/// immovable bodies (`movable[i] == false`) are at their targets already. On success the
+/// bodies' poses are the new ones.
+pub fn update(
+    world: &World,
+    bodies: &mut [Body],
+    targets: &[Pose],
+    movable: &[bool],
+    memory: &mut Memory,
+) -> Result<PositionOutcome, Stuck> {
+    let mut u = Update::new(world, bodies, targets, movable, memory);
+    u.iterate();
+    u.repair();
+    let near = u.verify()?;
+    let outcome = u.finish(near);
+    *memory = u.remember();
+    let poses = u.cur;
+    for (b, pose) in bodies.iter_mut().zip(poses) {
+        b.pose = pose;
+    }
+    Ok(outcome)
+}
+
+impl<'a> Update<'a> {
+    fn new(
+        world: &'a World,
+        bodies: &'a [Body],
+        targets: &'a [Pose],
+        movable: &'a [bool],
+        memory: &mut Memory,
+    ) -> Self {
+        let n = bodies.len();
+        let cur: Vec<Pose> = (0..n)
+            .map(|i| {
+                if movable[i] {
+                    bodies[i].pose
+                } else {
+                    targets[i]
+                }
+            })
+            .collect();
+        let rotation_weight = bodies
+            .iter()
+            .zip(&cur)
+            .map(|(b, p)| match world.settings.objective {
+                Objective::Mass => p.rotation * b.inertia * p.rotation.transpose(),
+                Objective::Diameter => DMat3::from_diagonal(DVec3::splat(b.diameter.powi(2))),
+            })
+            .collect();
+        let parts = world.pose_parts(bodies, &cur);
+        let mut u = Self {
+            world,
+            bodies,
+            targets,
+            movable,
+            clean: cur.clone(),
+            cur,
+            parts,
+            trust: vec![1.0; n],
+            done: vec![false; n],
+            rotation_weight,
+            pairs: Vec::new(),
+            index: HashMap::new(),
+            joint_duals: if memory.joint_duals.len() == world.joints.len() {
+                std::mem::take(&mut memory.joint_duals)
+            } else {
+                vec![DVec3::ZERO; world.joints.len()]
+            },
+            outcome: PositionOutcome::default(),
+        };
+        u.start_pairs(&mut memory.pairs);
+        u
+    }
+
+    /// Finds the close pairs and where each group starts. The boxes swept from the start to
+    /// the targets give the pairs that could meet; a pair whose signed distances at the start
+    /// and at the targets exceed how far its parts move relative to each other (`m`) by
+    /// `gap / 5` stays `gap / 10` apart all the way and is left out. The others are close;
+    /// one overlapping at the targets by more than the contact distance, or with a part ending
+    /// more than half the thinner part's width beyond the start's separating plane carried
+    /// along by the other part (it may have passed through), is deep. Bodies joined by swept pairs and joints with no deep pair among them start at
+    /// their targets (the thesis: without overlap at the targets nothing is left to resolve),
+    /// the others at the step's start.
+    fn start_pairs(&mut self, remembered: &mut HashMap<(usize, usize), Pair>) {
+        let (world, movable) = (self.world, self.movable);
+        let s = &world.settings;
+        let n = self.bodies.len();
+        let target_parts = world.pose_parts(self.bodies, self.targets);
+        let grow = s.contact_distance;
+        let swept: Vec<(DVec3, DVec3)> = self
+            .parts
+            .iter()
+            .zip(&target_parts)
+            .map(|(a, b)| {
+                let ((lo_a, hi_a), (lo_b, hi_b)) = (a.bounds(), b.bounds());
+                (lo_a.min(lo_b) - grow, hi_a.max(hi_b) + grow)
+            })
+            .collect();
+        let mut sets = UnionFind::new(n);
+        for j in &world.joints {
+            if movable[j.bodies[0]] && movable[j.bodies[1]] {
+                sets.union(j.bodies[0], j.bodies[1]);
+            }
+        }
+        let mut deep = vec![false; n];
+        let mut close = Vec::new();
+        for (p, q) in world.candidates(&swept, movable) {
+            let (a, b) = (world.parts[p].0, world.parts[q].0);
+            if movable[a] && movable[b] {
+                sets.union(a, b);
+            }
+            let before = separation(&self.parts[p], &self.parts[q]);
+            let after = separation(&target_parts[p], &target_parts[q]).distance;
+            let relative = self.reach(a, b) - s.contact_distance;
+            if 0.5 * (before.distance + after - relative) >= 0.1 * s.gap {
+                continue;
+            }
+            close.push((p, q));
+            // The start's plane carried along by each part: the other part ending beyond it
+            // has passed through.
+            let plane = Plane::between(&self.parts[p], before);
+            let beyond = |carrier: usize, other: &WorldPart, side: f64| {
+                let moved = plane.moved(&self.cur[carrier], &self.targets[carrier]);
+                other
+                    .vertices
+                    .iter()
+                    .map(|&v| moved.height(other, v, side))
+                    .fold(f64::NEG_INFINITY, f64::max)
+            };
+            let passed = beyond(a, &target_parts[q], -1.0).max(beyond(b, &target_parts[p], 1.0));
+            let through = 0.5 * target_parts[p].width().min(target_parts[q].width());
+            if after < -s.contact_distance || passed > through.max(s.contact_distance) {
+                deep[a] |= movable[a];
+                deep[b] |= movable[b];
+            }
+        }
+        let mut deep_set = vec![false; n];
+        for i in (0..n).filter(|&i| deep[i]) {
+            deep_set[sets.find(i)] = true;
+        }
+        for i in (0..n).filter(|&i| movable[i]) {
+            if !deep_set[sets.find(i)] {
+                self.cur[i] = self.targets[i];
+            }
+        }
+        self.pose_current();
+        let slack = s.contact_distance;
+        for (p, q) in close {
+            match remembered.remove(&(p, q)) {
+                Some(mut pair) if pair.plane.holds(&self.parts[p], &self.parts[q], slack) => {
+                    pair.separation = separation(&self.parts[p], &self.parts[q]);
+                    self.index.insert((p, q), self.pairs.len());
+                    self.pairs.push(pair);
+                }
+                _ => self.add_pair(p, q),
+            }
+        }
+    }
+
+    /// The memory for the next update.
+    fn remember(&mut self) -> Memory {
+        Memory {
+            pairs: self.pairs.drain(..).map(|p| (p.parts, p)).collect(),
+            joint_duals: std::mem::take(&mut self.joint_duals),
+        }
+    }
+
+    /// How far the parts of bodies `a` and `b` could still come closer on the way to their
+    /// targets, plus the contact distance.
+    fn reach(&self, a: usize, b: usize) -> f64 {
+        let deficit = |i: usize| {
+            if !self.movable[i] {
+                return (DVec3::ZERO, 0.0);
+            }
+            let (c, t) = (self.cur[i], self.targets[i]);
+            (
+                t.position - c.position,
+                rotation_between(c.orientation, t.orientation).length() * self.bodies[i].reach,
+            )
+        };
+        let ((xa, ra), (xb, rb)) = (deficit(a), deficit(b));
+        self.world.settings.contact_distance + (xa - xb).length() + ra + rb
+    }
+
+    /// Adds parts `p < q` as a close pair, its plane from the geometry at the current poses.
+    fn add_pair(&mut self, p: usize, q: usize) {
+        if self.index.contains_key(&(p, q)) {
+            return;
+        }
+        let (a, b) = (self.world.parts[p].0, self.world.parts[q].0);
+        let sep = separation(&self.parts[p], &self.parts[q]);
+        self.index.insert((p, q), self.pairs.len());
+        self.pairs.push(Pair {
+            parts: (p, q),
+            bodies: (a, b),
+            plane: Plane::between(&self.parts[p], sep),
+            critical: (Vec::new(), Vec::new()),
+            duals: (Vec::new(), Vec::new()),
+            separation: sep,
+        });
+        self.done[a] &= !self.movable[a];
+        self.done[b] &= !self.movable[b];
+    }
+
+    /// Adds to each pair's critical sets the vertices within its reach of its plane or beyond
+    /// it (at the current poses); the bodies whose pairs gained some.
+    fn find_critical(&mut self) -> Vec<bool> {
+        let mut learnt = vec![false; self.bodies.len()];
+        for k in 0..self.pairs.len() {
+            let (a, b) = self.pairs[k].bodies;
+            let reach = self.reach(a, b);
+            let pair = &mut self.pairs[k];
+            let (p, q) = pair.parts;
+            let added = add_critical(
+                &mut pair.critical.0,
+                &self.parts[p],
+                &pair.plane,
+                1.0,
+                reach,
+            ) | add_critical(
+                &mut pair.critical.1,
+                &self.parts[q],
+                &pair.plane,
+                -1.0,
+                reach,
+            );
+            if added {
+                learnt[a] = true;
+                learnt[b] = true;
+            }
+        }
+        learnt
+    }
+
+    /// The groups of movable bodies joined by pairs and joints, each sorted, in order of their
+    /// smallest body.
+    fn groups(&self) -> Vec<Vec<usize>> {
+        let n = self.bodies.len();
+        let mut sets = UnionFind::new(n);
+        let joined = self
+            .pairs
+            .iter()
+            .map(|p| p.bodies)
+            .chain(self.world.joints.iter().map(|j| (j.bodies[0], j.bodies[1])));
+        for (a, b) in joined {
+            if self.movable[a] && self.movable[b] {
+                sets.union(a, b);
+            }
+        }
+        let mut members: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for i in (0..n).filter(|&i| self.movable[i]) {
+            members[sets.find(i)].push(i);
+        }
+        members.into_iter().filter(|g| !g.is_empty()).collect()
+    }
+
+    /// The distance-to-target objective of `group` at `poses` (eq. 6.7 or 6.8 without the
+    /// factor 1/2 of the QP's form), toward `targets`.
+    fn objective(&self, group: &[usize], poses: &[Pose], targets: &[Pose]) -> f64 {
+        group
+            .iter()
+            .map(|&i| {
+                let (c, t) = (poses[i], targets[i]);
+                let dx = t.position - c.position;
+                let dphi = rotation_between(c.orientation, t.orientation);
+                let mass = match self.world.settings.objective {
+                    Objective::Mass => self.bodies[i].mass,
+                    Objective::Diameter => 1.0,
+                };
+                mass * dx.length_squared() + dphi.dot(self.rotation_weight[i] * dphi)
+            })
+            .sum()
+    }
+
+    /// The shortfall of `group`'s pairs below `gap` (their separations in `separations`), what
+    /// its QPs ask, and its joints' residuals at `poses`.
+    fn violation(&self, group: &[bool], poses: &[Pose], separations: &[f64]) -> f64 {
+        let gap = self.world.settings.gap;
+        let pairs: f64 = self
+            .pairs
+            .iter()
+            .zip(separations)
+            .filter(|(p, _)| group[p.bodies.0] || group[p.bodies.1])
+            .map(|(_, &s)| (gap - s).max(0.0))
+            .sum();
+        let joints: f64 = self
+            .world
+            .joints
+            .iter()
+            .filter(|j| group[j.bodies[0]] || group[j.bodies[1]])
+            .map(|j| {
+                let [a, b] = j.bodies;
+                poses[a]
+                    .apply(j.anchors[0])
+                    .distance(poses[b].apply(j.anchors[1]))
+            })
+            .sum();
+        pairs + joints
+    }
+
+    /// The iterations: every group not done solves its QP, the steps are tried, and each group
+    /// keeps or undoes its own by the merit.
+    fn iterate(&mut self) {
+        let s = &self.world.settings;
+        let n = self.bodies.len();
+        self.find_critical();
+        for iteration in 0..s.max_iterations {
+            let groups: Vec<Vec<usize>> = self
+                .groups()
+                .into_iter()
+                .filter(|g| g.iter().any(|&i| !self.done[i]))
+                .collect();
+            if groups.is_empty() {
+                break;
+            }
+            self.outcome.iterations = iteration + 1;
+            let mut trial = self.cur.clone();
+            let mut proposals: Vec<Option<Proposal>> = Vec::with_capacity(groups.len());
+            for group in &groups {
+                let tau = group.iter().map(|&i| self.trust[i]).fold(1.0, f64::min);
+                let proposal = self.propose(group, self.targets, tau);
+                match &proposal {
+                    Some(p) => {
+                        for &(i, pose) in &p.poses {
+                            trial[i] = pose;
+                        }
+                    }
+                    None => {
+                        // Infeasible: back to the group's last clean poses.
+                        self.outcome.rollbacks += 1;
+                        for &i in group {
+                            if self.cur[i] == self.clean[i] {
+                                self.done[i] = true;
+                            }
+                            self.cur[i] = self.clean[i];
+                            trial[i] = self.clean[i];
+                        }
+                    }
+                }
+                proposals.push(proposal);
+            }
+            let trial_parts = self.world.pose_parts(self.bodies, &trial);
+            let trial_separations: Vec<f64> = self
+                .pairs
+                .iter()
+                .map(|p| separation(&trial_parts[p.parts.0], &trial_parts[p.parts.1]).distance)
+                .collect();
+            let current_separations: Vec<f64> =
+                self.pairs.iter().map(|p| p.separation.distance).collect();
+            // Pairs the trial brings close that are not known yet.
+            let found = self.unknown_pairs(&trial_parts);
+            let mut in_group = vec![false; n];
+            for (group, proposal) in groups.iter().zip(proposals) {
+                let Some(proposal) = proposal else { continue };
+                for &i in group {
+                    in_group[i] = true;
+                }
+                let touches = |&(p, q, _): &(usize, usize, f64)| {
+                    in_group[self.world.parts[p].0] || in_group[self.world.parts[q].0]
+                };
+                let unknown: f64 = found
+                    .iter()
+                    .filter(|f| touches(f))
+                    .map(|&(_, _, d)| (s.gap - d).max(0.0))
+                    .sum();
+                // Vertices the trial's planes and poses bring within reach (the reckless
+                // update): learnt whether the step is kept or not.
+                let mut learnt = found.iter().any(touches);
+                for &(k, plane) in &proposal.planes {
+                    let pair = &mut self.pairs[k];
+                    let (p, q) = pair.parts;
+                    let reach = s.contact_distance;
+                    learnt |=
+                        add_critical(&mut pair.critical.0, &trial_parts[p], &plane, 1.0, reach)
+                            | add_critical(
+                                &mut pair.critical.1,
+                                &trial_parts[q],
+                                &plane,
+                                -1.0,
+                                reach,
+                            );
+                }
+                let violation_now = self.violation(&in_group, &self.cur, &current_separations);
+                let violation_trial =
+                    self.violation(&in_group, &trial, &trial_separations) + unknown;
+                let before =
+                    self.objective(group, &self.cur, self.targets) + proposal.mu * violation_now;
+                let after =
+                    self.objective(group, &trial, self.targets) + proposal.mu * violation_trial;
+                let predicted = proposal.predicted + proposal.mu * violation_now;
+                let actual = before - after;
+                let tau = group.iter().map(|&i| self.trust[i]).fold(1.0, f64::min);
+                // Nothing left to gain: the group stays where it is, converged if clean.
+                let objective_now = self.objective(group, &self.cur, self.targets);
+                let converged = predicted <= CONVERGED * objective_now;
+                let keep = !converged && actual >= 0.1 * predicted;
+                let separations = if keep {
+                    for &(i, pose) in &proposal.poses {
+                        self.cur[i] = pose;
+                    }
+                    for &(k, plane) in &proposal.planes {
+                        self.pairs[k].plane = plane;
+                    }
+                    let grown = if actual > 0.75 * predicted {
+                        (2.0 * tau).min(1.0)
+                    } else {
+                        tau
+                    };
+                    for &i in group {
+                        self.trust[i] = grown;
+                    }
+                    &trial_separations
+                } else {
+                    if !converged {
+                        self.outcome.rollbacks += 1;
+                        for &i in group {
+                            self.trust[i] = if learnt { tau } else { 0.25 * tau };
+                        }
+                    }
+                    &current_separations
+                };
+                let clean = !(keep && found.iter().any(touches))
+                    && self
+                        .pairs
+                        .iter()
+                        .zip(separations)
+                        .filter(|(p, _)| in_group[p.bodies.0] || in_group[p.bodies.1])
+                        .all(|(_, &d)| d >= 0.1 * s.gap);
+                if clean {
+                    for &i in group {
+                        self.clean[i] = self.cur[i];
+                        // Clean and settled: done.
+                        self.done[i] = converged
+                            || keep && !learnt && proposal.largest_move < s.contact_distance;
+                    }
+                }
+                for &i in group {
+                    in_group[i] = false;
+                }
+            }
+            self.pose_current();
+            for (p, q, _) in found {
+                self.add_pair(p, q);
+            }
+            self.find_critical();
+        }
+    }
+
+    /// Parts nearer than `gap / 2` as posed in `parts` that are not a known pair (what a move
+    /// ran into), with their separations.
+    fn unknown_pairs(&self, parts: &[WorldPart]) -> Vec<(usize, usize, f64)> {
+        let grow = 0.5 * self.world.settings.gap;
+        let boxes: Vec<_> = parts
+            .iter()
+            .map(|p| {
+                let (lo, hi) = p.bounds();
+                (lo - grow, hi + grow)
+            })
+            .collect();
+        self.world
+            .candidates(&boxes, self.movable)
+            .into_iter()
+            .filter(|pair| !self.index.contains_key(pair))
+            .filter_map(|(p, q)| {
+                let d = separation(&parts[p], &parts[q]).distance;
+                (d < grow).then_some((p, q, d))
+            })
+            .collect()
+    }
+
+    /// Re-poses the parts at `cur` and the pairs' separations.
+    fn pose_current(&mut self) {
+        self.parts = self.world.pose_parts(self.bodies, &self.cur);
+        for pair in &mut self.pairs {
+            pair.separation = separation(&self.parts[pair.parts.0], &self.parts[pair.parts.1]);
+        }
+    }
+
+    /// Solves `group`'s QP toward `targets` with trust `tau`: the proposal, or `None` when the
+    /// QP is infeasible or unsolved.
+    fn propose(&mut self, group: &[usize], targets: &[Pose], tau: f64) -> Option<Proposal> {
+        let constrained = self
+            .world
+            .joints
+            .iter()
+            .any(|j| group.contains(&j.bodies[0]) || group.contains(&j.bodies[1]))
+            || self
+                .pairs
+                .iter()
+                .any(|p| group.contains(&p.bodies.0) || group.contains(&p.bodies.1));
+        if !constrained {
+            // A lone body goes straight to its target.
+            let poses: Vec<(usize, Pose)> = group.iter().map(|&i| (i, targets[i])).collect();
+            let largest_move = group
+                .iter()
+                .map(|&i| displacement(&self.bodies[i], &self.cur[i], &targets[i]))
+                .fold(0.0, f64::max);
+            return Some(Proposal {
+                poses,
+                planes: Vec::new(),
+                predicted: self.objective(group, &self.cur, targets),
+                mu: 0.0,
+                largest_move,
+            });
+        }
+        let qp = GroupQp::build(self, group, targets, tau);
+        self.outcome.qps += 1;
+        let solution = match qp.qp.solve_with_duals() {
+            Ok(s) => s,
+            Err(QpFailure::Infeasible | QpFailure::Unsolved(_)) => return None,
+        };
+        let x = &solution.x;
+        let mut largest_move: f64 = 0.0;
+        let poses = group
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| {
+                let dx = DVec3::new(x[6 * k], x[6 * k + 1], x[6 * k + 2]);
+                let dphi = DVec3::new(x[6 * k + 3], x[6 * k + 4], x[6 * k + 5]);
+                largest_move = largest_move.max(dx.length() + dphi.length() * self.bodies[i].reach);
+                (i, self.cur[i].perturbed(dx, dphi))
+            })
+            .collect();
+        let z = &solution.inequality_duals;
+        for slot in &qp.pairs {
+            let pair = &mut self.pairs[slot.pair];
+            pair.duals = (
+                z[slot.rows.0.clone()].to_vec(),
+                z[slot.rows.1.clone()].to_vec(),
+            );
+        }
+        for (&j, z) in qp.joints.iter().zip(solution.equality_duals.chunks(3)) {
+            self.joint_duals[j] = DVec3::new(z[0], z[1], z[2]);
+        }
+        let mut mu: f64 = 0.0;
+        let planes = qp
+            .pairs
+            .iter()
+            .map(|slot| {
+                let v = slot.variables;
+                let plane = &self.pairs[slot.pair].plane;
+                let (nx, ny) = tangent_frame(plane.n);
+                let m = plane.n + x[v] * nx + x[v + 1] * ny;
+                let length = m.length();
+                let force: f64 = z[slot.rows.0.clone()].iter().sum();
+                mu = mu.max(2.0 * force);
+                (
+                    slot.pair,
+                    Plane {
+                        n: m / length,
+                        d: (m.dot(slot.pivot) + x[v + 2]) / length,
+                    },
+                )
+            })
+            .collect();
+        for j in solution.equality_duals.chunks(3) {
+            mu = mu.max(2.0 * (j.iter().map(|z| z * z).sum::<f64>()).sqrt());
+        }
+        // At least the objective's own pull, so that a violation never pays for itself.
+        let pull = group
+            .iter()
+            .map(|&i| {
+                let b = &self.bodies[i];
+                let mass = match self.world.settings.objective {
+                    Objective::Mass => b.mass,
+                    Objective::Diameter => 1.0,
+                };
+                2.0 * mass * displacement(b, &self.cur[i], &targets[i])
+            })
+            .fold(0.0, f64::max);
+        Some(Proposal {
+            poses,
+            planes,
+            predicted: -qp.qp.objective(x),
+            mu: mu.max(pull),
+            largest_move,
+        })
+    }
+
+    /// Groups that end their iterations overlapping take up to [`REPAIRS`] QPs toward their
+    /// own poses; those still overlapping go back to their last clean poses.
+    fn repair(&mut self) {
+        let gap = self.world.settings.gap;
+        for round in 0..=REPAIRS {
+            let overlapping: Vec<Vec<usize>> = self
+                .groups()
+                .into_iter()
+                .filter(|g| {
+                    self.pairs.iter().any(|p| {
+                        (g.contains(&p.bodies.0) || g.contains(&p.bodies.1))
+                            && p.separation.distance < 0.1 * gap
+                    })
+                })
+                .collect();
+            if overlapping.is_empty() {
+                return;
+            }
+            if round == REPAIRS {
+                self.outcome.fallback = true;
+                for &i in overlapping.iter().flatten() {
+                    self.cur[i] = self.clean[i];
+                }
+                self.pose_current();
+                return;
+            }
+            let here = self.cur.clone();
+            for group in &overlapping {
+                self.outcome.repairs += 1;
+                if let Some(p) = self.propose(group, &here, 1.0) {
+                    for (i, pose) in p.poses {
+                        self.cur[i] = pose;
+                    }
+                    for (k, plane) in p.planes {
+                        self.pairs[k].plane = plane;
+                    }
+                }
+            }
+            self.pose_current();
+            let found = self.unknown_pairs(&self.parts);
+            for (p, q, _) in found {
+                self.add_pair(p, q);
+            }
+            self.find_critical();
+        }
+    }
+
+    /// Verifies the poses: every pair of parts whose boxes touch, one of them movable, at
+    /// least `gap / 10` apart; the groups of a pair that is not go back to their last clean
+    /// poses, then to the step's start. Fails only when the start itself overlaps. Returns
+    /// the pairs nearer than the contact distance (the contacts' pairs).
+    fn verify(&mut self) -> Result<Vec<(usize, usize, Separation)>, Stuck> {
+        let s = &self.world.settings;
+        let start: Vec<Pose> = (0..self.bodies.len())
+            .map(|i| {
+                if self.movable[i] {
+                    self.bodies[i].pose
+                } else {
+                    self.targets[i]
+                }
+            })
+            .collect();
+        loop {
+            let grow = s.contact_distance;
+            let boxes: Vec<_> = self
+                .parts
+                .iter()
+                .map(|p| {
+                    let (lo, hi) = p.bounds();
+                    (lo - grow, hi + grow)
+                })
+                .collect();
+            let near: Vec<(usize, usize, Separation)> = self
+                .world
+                .candidates(&boxes, self.movable)
+                .into_iter()
+                .map(|(p, q)| (p, q, separation(&self.parts[p], &self.parts[q])))
+                .filter(|(_, _, sep)| sep.distance < grow)
+                .collect();
+            let Some(&(p, q, worst)) = near
+                .iter()
+                .min_by(|x, y| x.2.distance.total_cmp(&y.2.distance))
+                .filter(|w| w.2.distance < 0.1 * s.gap)
+            else {
+                return Ok(near);
+            };
+            let (a, b) = (self.world.parts[p].0, self.world.parts[q].0);
+            self.outcome.fallback = true;
+            let mut changed = false;
+            for g in self
+                .groups()
+                .iter()
+                .filter(|g| g.contains(&a) || g.contains(&b))
+            {
+                for &i in g {
+                    let back = if self.cur[i] != self.clean[i] {
+                        self.clean[i]
+                    } else {
+                        start[i]
+                    };
+                    changed |= back != self.cur[i];
+                    self.cur[i] = back;
+                    self.clean[i] = start[i];
+                }
+            }
+            if !changed {
+                return Err(Stuck {
+                    a: self.bodies[a].name.clone(),
+                    b: self.bodies[b].name.clone(),
+                    depth: -worst.distance,
+                });
+            }
+            self.pose_current();
+        }
+    }
+
+    /// The outcome, with the pairs `near` (nearer than the contact distance at the final
+    /// poses) and their critical vertices where they were close pairs.
+    fn finish(&mut self, near: Vec<(usize, usize, Separation)>) -> PositionOutcome {
+        let mut outcome = std::mem::take(&mut self.outcome);
+        outcome.close_pairs = self.pairs.len() as u32;
+        outcome.pairs = near
+            .into_iter()
+            .map(|(p, q, separation)| ClosePair {
+                parts: (p, q),
+                separation,
+                critical: self
+                    .index
+                    .get(&(p, q))
+                    .map(|&k| self.pairs[k].critical.clone())
+                    .unwrap_or_default(),
+            })
+            .collect();
+        outcome.min_separation = outcome
+            .pairs
+            .iter()
+            .map(|p| p.separation.distance)
+            .fold(f64::INFINITY, f64::min);
+        outcome
+    }
+}
+
+/// How far any point of `body` moves from pose `a` to pose `b` at most.
+fn displacement(body: &Body, a: &Pose, b: &Pose) -> f64 {
+    a.position.distance(b.position)
+        + rotation_between(a.orientation, b.orientation).length() * body.reach
+}
+
+/// Adds to `set` the vertices of `part` (on side `side`: +1 for `A`, -1 for `B`) within
+/// `reach` of the plane or beyond it; whether any was added.
+fn add_critical(
+    set: &mut Vec<u32>,
+    part: &WorldPart,
+    plane: &Plane,
+    side: f64,
+    reach: f64,
+) -> bool {
+    let before = set.len();
+    for (k, v) in part.vertices.iter().enumerate() {
+        if plane.height(part, *v, side) > -reach && !set.contains(&(k as u32)) {
+            set.push(k as u32);
+        }
+    }
+    set.len() > before
+}
+
+/// A pair's place in a group's QP: the pair, its first variable, the pivot its tilt turns
+/// about, and the ranges of its two parts' rows among the inequalities (the multipliers of
+/// either sum to the pair's force).
+struct PairSlot {
+    pair: usize,
+    variables: usize,
+    pivot: DVec3,
+    rows: (std::ops::Range<usize>, std::ops::Range<usize>),
+}
+
+/// The QP of one group: variables `6 k..6 k + 6` the perturbation of the group's `k`-th body,
+/// then three per pair touching the group (tilt along `n_x`, along `n_y`, offset); its
+/// equalities are three per joint of the group, in the order of `joints`.
+struct GroupQp {
+    qp: Qp,
+    pairs: Vec<PairSlot>,
+    joints: Vec<usize>,
+}
+
+impl GroupQp {
+    fn build(u: &Update<'_>, group: &[usize], targets: &[Pose], tau: f64) -> Self {
+        let s = &u.world.settings;
+        let slot: HashMap<usize, usize> = group.iter().enumerate().map(|(k, &i)| (i, k)).collect();
+        let in_group = |i: usize| slot.get(&i).copied();
+        let pair_list: Vec<usize> = (0..u.pairs.len())
+            .filter(|&k| {
+                let (a, b) = u.pairs[k].bodies;
+                in_group(a).is_some() || in_group(b).is_some()
+            })
+            .collect();
+        let joints: Vec<usize> = (0..u.world.joints.len())
+            .filter(|&j| {
+                let [a, b] = u.world.joints[j].bodies;
+                in_group(a).is_some() || in_group(b).is_some()
+            })
+            .collect();
+        let base = 6 * group.len();
+        let slack_base = base + 3 * pair_list.len();
+        let mut qp = Qp::new(slack_base + 6 * joints.len());
+        let rotation_bound = s.rotation_bound * tau;
+        let translation_scale = group
+            .iter()
+            .map(|&i| displacement(&u.bodies[i], &u.cur[i], &targets[i]))
+            .fold(s.contact_distance, f64::max);
+        for (k, &i) in group.iter().enumerate() {
+            let (c, t) = (u.cur[i], targets[i]);
+            let body = &u.bodies[i];
+            let mass = match s.objective {
+                Objective::Mass => body.mass,
+                Objective::Diameter => 1.0,
+            };
+            qp.add_weighted_distance(
+                6 * k,
+                DMat3::from_diagonal(DVec3::splat(2.0 * mass)),
+                t.position - c.position,
+            );
+            qp.add_weighted_distance(
+                6 * k + 3,
+                2.0 * u.rotation_weight[i],
+                rotation_between(c.orientation, t.orientation),
+            );
+            for axis in 0..3 {
+                qp.at_most(vec![(6 * k + 3 + axis, 1.0)], rotation_bound);
+                qp.at_least(vec![(6 * k + 3 + axis, 1.0)], -rotation_bound);
+                if tau < 1.0 {
+                    let bound = tau * translation_scale;
+                    qp.at_most(vec![(6 * k + axis, 1.0)], bound);
+                    qp.at_least(vec![(6 * k + axis, 1.0)], -bound);
+                }
+            }
+        }
+        // The second-order terms of the rows' rotations, weighted by their multipliers in the
+        // last QP (the Hessian of the Lagrangian), per body.
+        let mut curvature = vec![DMat3::ZERO; group.len()];
+        let mut pairs = Vec::with_capacity(pair_list.len());
+        for (j, &k) in pair_list.iter().enumerate() {
+            let pair = &u.pairs[k];
+            let plane = pair.plane;
+            let (nx, ny) = tangent_frame(plane.n);
+            let (dx_var, dy_var, e_var) = (base + 3 * j, base + 3 * j + 1, base + 3 * j + 2);
+            for v in [dx_var, dy_var] {
+                qp.at_most(vec![(v, 1.0)], rotation_bound);
+                qp.at_least(vec![(v, 1.0)], -rotation_bound);
+            }
+            // The tilt turns the plane about the point on it nearest the critical vertices'
+            // centroid, where the pair's contact is.
+            let (p, q) = pair.parts;
+            let critical_points = pair
+                .critical
+                .0
+                .iter()
+                .map(|&v| u.parts[p].vertices[v as usize])
+                .chain(
+                    pair.critical
+                        .1
+                        .iter()
+                        .map(|&v| u.parts[q].vertices[v as usize]),
+                );
+            let (sum, count) =
+                critical_points.fold((DVec3::ZERO, 0.0), |(s, c), v| (s + v, c + 1.0));
+            let centroid = if count > 0.0 {
+                sum / count
+            } else {
+                plane.n * plane.d
+            };
+            let pivot = centroid - (plane.n.dot(centroid) - plane.d) * plane.n;
+            let mut rows = (0..0, 0..0);
+            let mut tilt_curvature = 0.0;
+            let sides = [
+                (p, &pair.critical.0, &pair.duals.0, 1.0),
+                (q, &pair.critical.1, &pair.duals.1, -1.0),
+            ];
+            for (part, set, duals, side) in sides {
+                let body = u.world.parts[part].0;
+                let wp = &u.parts[part];
+                let first_row = qp.inequalities.len();
+                for (r, &vk) in set.iter().enumerate() {
+                    let v = wp.vertices[vk as usize];
+                    let rel = v - pivot;
+                    let mut terms = vec![
+                        (dx_var, side * nx.dot(rel)),
+                        (dy_var, side * ny.dot(rel)),
+                        (e_var, -side),
+                    ];
+                    let dual = duals.get(r).copied().unwrap_or(0.0);
+                    if let Some(b) = in_group(body) {
+                        let lever = v - u.cur[body].position;
+                        let rot = -plane.n.cross(lever);
+                        for axis in 0..3 {
+                            terms.push((6 * b + axis, side * plane.n[axis]));
+                            terms.push((6 * b + 3 + axis, side * rot[axis]));
+                        }
+                        curvature[b] += dual * rotation_curvature(side * plane.n, lever);
+                    }
+                    // The exact row divides by the tilted normal's length sqrt(1 + |delta|^2).
+                    tilt_curvature += dual * (0.5 * s.gap + wp.radius);
+                    qp.at_most(terms, -0.5 * s.gap - wp.radius - side * plane.n.dot(rel));
+                }
+                let range = first_row..qp.inequalities.len();
+                if side > 0.0 {
+                    rows.0 = range;
+                } else {
+                    rows.1 = range;
+                }
+            }
+            for v in [dx_var, dy_var] {
+                qp.add_hessian(v, v, tilt_curvature);
+            }
+            pairs.push(PairSlot {
+                pair: k,
+                variables: dx_var,
+                pivot,
+                rows,
+            });
+        }
+        // Joints are elastic: each row has a slack of either sign at a price far above what
+        // the objective pays per cm, so a joint the contacts do not let close keeps the least
+        // residual instead of making the QP infeasible.
+        let price = 20.0
+            * group
+                .iter()
+                .map(|&i| {
+                    let b = &u.bodies[i];
+                    b.mass * (b.reach + displacement(b, &u.cur[i], &targets[i]))
+                })
+                .sum::<f64>();
+        for (slot, &ji) in joints.iter().enumerate() {
+            let j = &u.world.joints[ji];
+            let [a, b] = j.bodies;
+            let qa = u.cur[a].apply(j.anchors[0]);
+            let qb = u.cur[b].apply(j.anchors[1]);
+            for (body, point, sign) in [(a, qa, 1.0), (b, qb, -1.0)] {
+                if let Some(k) = in_group(body) {
+                    let lever = point - u.cur[body].position;
+                    curvature[k] += rotation_curvature(sign * u.joint_duals[ji], lever);
+                }
+            }
+            // qa + dx_a + dphi_a x ra = qb + dx_b + dphi_b x rb.
+            for axis in 0..3 {
+                let mut terms = Vec::new();
+                for (body, point, sign) in [(a, qa, 1.0), (b, qb, -1.0)] {
+                    if let Some(k) = in_group(body) {
+                        let lever = point - u.cur[body].position;
+                        terms.push((6 * k + axis, sign));
+                        for i in 0..3 {
+                            terms.push((6 * k + 3 + i, sign * DVec3::AXES[i].cross(lever)[axis]));
+                        }
+                    }
+                }
+                let (up, down) = (
+                    slack_base + 6 * slot + 2 * axis,
+                    slack_base + 6 * slot + 2 * axis + 1,
+                );
+                terms.push((up, 1.0));
+                terms.push((down, -1.0));
+                qp.equal(terms, qb[axis] - qa[axis]);
+                for v in [up, down] {
+                    qp.at_least(vec![(v, 1.0)], 0.0);
+                    qp.linear[v] += price;
+                }
+            }
+        }
+        for (k, &i) in group.iter().enumerate() {
+            add_rotation_curvature(&mut qp, 6 * k + 3, 2.0 * u.rotation_weight[i], curvature[k]);
+        }
+        Self { qp, pairs, joints }
+    }
+}
+
+/// The Hessian in `dphi` of `u . (R(dphi) r)` at `dphi = 0`, where `R(dphi) r = r + dphi x r
+/// + dphi x (dphi x r) / 2 + ...`: `(u r^T + r u^T) / 2 - (u . r) I`.
+fn rotation_curvature(u: DVec3, r: DVec3) -> DMat3 {
+    let outer = |a: DVec3, b: DVec3| DMat3::from_cols(a * b.x, a * b.y, a * b.z);
+    0.5 * (outer(u, r) + outer(r, u)) - DMat3::from_diagonal(DVec3::splat(u.dot(r)))
+}
+
+/// Adds `curvature` to the rotation block `weight` at variables `at..at + 3`, scaled down by
+/// halves as far as needed to keep the block at least a tenth of `weight` (convex), or left
+/// out.
+fn add_rotation_curvature(qp: &mut Qp, at: usize, weight: DMat3, curvature: DMat3) {
+    let positive = |m: DMat3| {
+        let c = m.to_cols_array_2d();
+        c[0][0] > 0.0 && c[0][0] * c[1][1] - c[0][1] * c[1][0] > 0.0 && m.determinant() > 0.0
+    };
+    let mut scale = 1.0;
+    while scale > 1.0 / 64.0 && !positive(0.9 * weight + scale * curvature) {
+        scale *= 0.5;
+    }
+    if scale <= 1.0 / 64.0 {
+        return;
+    }
+    let c = (scale * curvature).to_cols_array_2d();
+    for (col, column) in c.iter().enumerate() {
+        for (row, &value) in column.iter().enumerate().take(col + 1) {
+            if value != 0.0 {
+                qp.add_hessian(at + row, at + col, value);
+            }
+        }
+    }
+}
+
+/// Disjoint sets over `0..n` (path halving, union by index: the root is the smallest member's
+/// representative found first, deterministic).
+#[derive(Debug)]
+pub struct UnionFind {
+    parent: Vec<usize>,
+}
+
+impl UnionFind {
+    /// `n` singletons.
+    pub fn new(n: usize) -> Self {
+        Self {
+            parent: (0..n).collect(),
+        }
+    }
+
+    /// The representative of `i`'s set.
+    pub fn find(&mut self, mut i: usize) -> usize {
+        while self.parent[i] != i {
+            self.parent[i] = self.parent[self.parent[i]];
+            i = self.parent[i];
+        }
+        i
+    }
+
+    /// Joins the sets of `a` and `b` (the smaller representative becomes the root).
+    pub fn union(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra != rb {
+            let (lo, hi) = (ra.min(rb), ra.max(rb));
+            self.parent[hi] = lo;
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! One step of optimization-based animation (thesis Table 6.2) from `t` to `t + h`:
+//! 1. **Blasts** due in the step give bodies their radial velocity.
+//! 2. **Targets**: each free body's pose where its velocity would take it (`x + v h`, the
+//!    rotation `w h`); scripted bodies at their scripted pose.
+//! 3. **Position update** ([`position`]): the bodies as close to their targets as they can go
+//!    without overlap.
+//! 4. **Contacts** ([`contact_points`]) of the pairs within `oba.contact_distance`.
+//! 5. **Momentum update** ([`impulses`]): the first collisions one at a time (the office toy),
+//!    then one QP per contact group with restitution.
+//! 6. **Static contact**: gravity `g h` added, then the same QP with restitution 0.
+//! 7. **Freezing** (§6.7.2) of bodies resting in a cold volume.
+
+use std::time::Instant;
+
+use glam::DVec3;
+
+use super::body::{Body, Pose};
+use super::geometry::{contact_points, tangent_frame};
+use super::impulses::{self, Contact};
+use super::position::{self, Memory, PositionOutcome, Stuck};
+use super::scene::BodyMotion;
+use super::stats::StepRecord;
+use super::world::World;
+
+/// Takes the step from `t` to `t_next`: the bodies move and their velocities change. Returns
+/// what it did and the wall seconds of its three stages (position update, momentum update,
+/// static contact with freezing).
+///
+/// # Errors
+///
+/// [`Stuck`] when no overlap-free poses exist (prescribed motion pushes bodies together); the
+/// bodies are then left at the step's start.
+pub(super) fn take(
+    world: &World,
+    bodies: &mut [Body],
+    memory: &mut Memory,
+    gravity: DVec3,
+    (t, t_next): (f64, f64),
+) -> Result<(StepRecord, [f64; 3]), Stuck> {
+    let started = Instant::now();
+    let h = t_next - t;
+    let s = &world.settings;
+    blast(world, bodies, t, t_next);
+    let movable: Vec<bool> = bodies.iter().map(|b| b.is_dynamic() && !b.frozen).collect();
+    let targets = targets(bodies, &movable, t, t_next);
+    let outcome = position::update(world, bodies, &targets, &movable, memory)?;
+    let position_done = Instant::now();
+    let mut record = StepRecord {
+        time: t_next,
+        close_pairs: outcome.close_pairs,
+        qps: outcome.qps,
+        position_qps: outcome.qps,
+        rollbacks: outcome.rollbacks,
+        iterations: outcome.iterations,
+        fallback: outcome.fallback,
+        min_separation: outcome.min_separation,
+        ..StepRecord::default()
+    };
+    let contacts = contacts(world, bodies, &outcome);
+    record.contacts = contacts.len() as u32;
+    let tolerance = 1e-3 * s.contact_distance / h;
+    record.collisions = contacts
+        .iter()
+        .filter(|c| c.normal_velocity(bodies) < -tolerance)
+        .count() as u32;
+    // Momentum update: sequential collisions first (they may revive frozen bodies).
+    let dynamic: Vec<bool> = bodies.iter().map(Body::is_dynamic).collect();
+    let free_bodies = movable.iter().filter(|&&m| m).count();
+    let limit = s.sequential_collisions.unwrap_or(if free_bodies <= 50 {
+        free_bodies as u32
+    } else {
+        record.contacts / 10
+    });
+    record.sequential = impulses::sequential(
+        bodies,
+        &contacts,
+        &dynamic,
+        s.restitution,
+        s.friction,
+        limit,
+        tolerance,
+    );
+    let g = gravity.length() * h;
+    for b in bodies.iter_mut().filter(|b| b.frozen) {
+        if b.kinetic_energy() > 0.5 * b.mass * g * g {
+            b.frozen = false;
+            b.rest_steps = 0;
+        } else {
+            b.velocity = DVec3::ZERO;
+            b.angular_velocity = DVec3::ZERO;
+        }
+    }
+    let free: Vec<bool> = bodies.iter().map(|b| b.is_dynamic() && !b.frozen).collect();
+    let momentum = impulses::solve(world, bodies, &contacts, &free, s.restitution, tolerance);
+    let momentum_done = Instant::now();
+    for (b, _) in bodies.iter_mut().zip(&free).filter(|(_, &f)| f) {
+        b.velocity += gravity * h;
+    }
+    let resting = impulses::solve(world, bodies, &contacts, &free, 0.0, tolerance);
+    for o in [momentum, resting] {
+        record.qps += o.qps;
+        record.restitution_fallbacks += o.restitution_fallbacks;
+        record.projections += o.projections;
+        record.skipped_groups += o.skipped;
+    }
+    if let Some(after) = s.freeze_after {
+        freeze(world, bodies, &contacts, &free, g, after);
+    }
+    record.frozen = bodies.iter().filter(|b| b.frozen).count() as u32;
+    let done = Instant::now();
+    record.seconds = done.duration_since(started).as_secs_f64();
+    let stages = [
+        position_done.duration_since(started).as_secs_f64(),
+        momentum_done.duration_since(position_done).as_secs_f64(),
+        done.duration_since(momentum_done).as_secs_f64(),
+    ];
+    Ok((record, stages))
+}
+
+/// Gives the dynamic bodies within reach of each blast due in `[t, t_next)` its radial
+/// velocity, and revives them.
+fn blast(world: &World, bodies: &mut [Body], t: f64, t_next: f64) {
+    let due = world
+        .settings
+        .blasts
+        .iter()
+        .filter(|b| (t..t_next).contains(&b.time));
+    for blast in due {
+        for b in bodies.iter_mut().filter(|b| b.is_dynamic()) {
+            let d = b.pose.position - blast.center;
+            if d.length() < blast.radius && d.length() > 0.0 {
+                b.velocity += blast.speed * (1.0 - d.length() / blast.radius) * d.normalize();
+                b.frozen = false;
+                b.rest_steps = 0;
+            }
+        }
+    }
+}
+
+/// Each body's target at `t_next`: where a movable body's velocities take it, a scripted
+/// body's scripted pose (its velocities set to the script's), the others where they are.
+fn targets(bodies: &mut [Body], movable: &[bool], t: f64, t_next: f64) -> Vec<Pose> {
+    let h = t_next - t;
+    bodies
+        .iter_mut()
+        .zip(movable)
+        .map(|(b, &free)| {
+            if free {
+                b.pose.perturbed(b.velocity * h, b.angular_velocity * h)
+            } else if matches!(b.motion, BodyMotion::Scripted(_)) {
+                (b.velocity, b.angular_velocity) = b.scripted_velocity(t);
+                b.scripted_pose(t_next)
+            } else {
+                b.pose
+            }
+        })
+        .collect()
+}
+
+/// The contact points of the pairs the position update found within the contact distance.
+fn contacts(world: &World, bodies: &[Body], outcome: &PositionOutcome) -> Vec<Contact> {
+    let s = &world.settings;
+    let poses: Vec<Pose> = bodies.iter().map(|b| b.pose).collect();
+    let parts = world.pose_parts(bodies, &poses);
+    let mut contacts = Vec::new();
+    for pair in &outcome.pairs {
+        let (p, q) = pair.parts;
+        let normal = pair.separation.normal;
+        let found = contact_points(&parts[p], &parts[q], normal, s.contact_distance);
+        contacts.extend(found.into_iter().map(|point| Contact {
+            bodies: (world.parts[p].0, world.parts[q].0),
+            point,
+            normal,
+            tangents: tangent_frame(normal),
+        }));
+    }
+    contacts
+}
+
+/// Counts resting steps and freezes the bodies past `after` (§6.7.2): at most the kinetic
+/// energy gravity gives in a step (`g` is `|g| h`), touching a fixed or frozen body, inside a
+/// cold volume.
+fn freeze(
+    world: &World,
+    bodies: &mut [Body],
+    contacts: &[Contact],
+    free: &[bool],
+    g: f64,
+    after: u32,
+) {
+    let cold = &world.settings.cold;
+    let mut supported = vec![false; bodies.len()];
+    for c in contacts {
+        let (a, b) = c.bodies;
+        if !free[b] {
+            supported[a] = true;
+        }
+        if !free[a] {
+            supported[b] = true;
+        }
+    }
+    for (i, b) in bodies.iter_mut().enumerate() {
+        if !free[i] {
+            continue;
+        }
+        let x = b.pose.position;
+        let inside = cold.is_empty()
+            || cold
+                .iter()
+                .any(|(lo, hi)| x.cmpge(*lo).all() && x.cmple(*hi).all());
+        if inside && supported[i] && b.kinetic_energy() < 0.5 * b.mass * g * g {
+            b.rest_steps += 1;
+            if b.rest_steps > after {
+                b.frozen = true;
+                b.velocity = DVec3::ZERO;
+                b.angular_velocity = DVec3::ZERO;
+            }
+        } else {
+            b.rest_steps = 0;
+        }
+    }
+}
