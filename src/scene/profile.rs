@@ -751,6 +751,94 @@ fn yes() -> bool {
     true
 }
 
+impl IntegratorTable {
+    /// The settings this table gives, defaults where a key is missing.
+    fn settings(&self) -> IntegratorSettings {
+        IntegratorSettings {
+            method: match self.method {
+                Some(MethodName::Sync) => Method::Sync,
+                Some(MethodName::Implicit) => Method::Implicit,
+                Some(MethodName::Oba) => Method::Oba,
+                Some(MethodName::Acm) | None => Method::Acm,
+            },
+            safety: self.safety.unwrap_or(IntegratorSettings::default().safety),
+            clock: self.clock,
+        }
+    }
+}
+
+impl SyncTable {
+    /// The settings this table gives, defaults where a key is missing.
+    fn settings(&self) -> SyncSettings {
+        let d = SyncSettings::default();
+        SyncSettings {
+            step: self.step,
+            thickness: self.thickness,
+            stiffness: self.stiffness,
+            friction: self.friction,
+            max_ccd_iterations: self.max_ccd_iterations.unwrap_or(d.max_ccd_iterations),
+            max_failsafe_iterations: self
+                .max_failsafe_iterations
+                .unwrap_or(d.max_failsafe_iterations),
+            failsafe: match self.failsafe {
+                Some(FailSafeName::InelasticProjection) => FailSafe::InelasticProjection,
+                Some(FailSafeName::ImpactZones) | None => FailSafe::ImpactZones,
+            },
+            on_unresolved: match self.on_unresolved {
+                Some(OnUnresolvedName::Continue) => OnUnresolved::Continue,
+                Some(OnUnresolvedName::Stop) | None => OnUnresolved::Stop,
+            },
+        }
+    }
+}
+
+impl ImplicitTable {
+    /// The settings this table gives, defaults where a key is missing.
+    fn settings(&self) -> ImplicitSettings {
+        let d = ImplicitSettings::default();
+        ImplicitSettings {
+            step: self.step,
+            delta: self.delta,
+            friction: self.friction,
+            max_cmr_iterations: self.max_cmr_iterations.unwrap_or(d.max_cmr_iterations),
+            max_halvings: self.max_halvings.unwrap_or(d.max_halvings),
+            max_ica_iterations: self.max_ica_iterations.unwrap_or(d.max_ica_iterations),
+            max_pgs_sweeps: self.max_pgs_sweeps.unwrap_or(d.max_pgs_sweeps),
+            ica_tolerance: self.ica_tolerance.unwrap_or(d.ica_tolerance),
+            cg_tolerance: self.cg_tolerance.unwrap_or(d.cg_tolerance),
+        }
+    }
+}
+
+impl ContactTable {
+    /// The settings this table gives, defaults where a key is missing.
+    fn settings(&self) -> ContactSettings {
+        let c = ContactSettings::default();
+        ContactSettings {
+            enabled: self.enabled,
+            eta1: self.eta1.unwrap_or(c.eta1),
+            r1: self.r1.unwrap_or(c.r1),
+            cor: self.cor.unwrap_or(c.cor),
+            friction: self.friction.unwrap_or(c.friction),
+            friction_cap: self.friction_cap.unwrap_or(c.friction_cap),
+            eta_exponent: self.eta_exponent.unwrap_or(c.eta_exponent),
+            r_exponent: self.r_exponent.unwrap_or(c.r_exponent),
+            safety: self.safety.unwrap_or(c.safety),
+            clocks: self.clocks.map_or(c.clocks, Into::into),
+            work_closure: self.work_closure.unwrap_or(c.work_closure),
+            closure_forces: self.closure_forces.unwrap_or(c.closure_forces),
+            closure_objects: self.closure_objects.unwrap_or(c.closure_objects),
+            closure_restitution: self.closure_restitution.unwrap_or(c.closure_restitution),
+            broad_phase: self.broad_phase.map_or(c.broad_phase, Into::into),
+            scheduler: match self.scheduler {
+                Some(SchedulerName::Speculative) => ContactScheduler::Speculative,
+                Some(SchedulerName::Kds) => ContactScheduler::Kds,
+                None => c.scheduler,
+            },
+        }
+    }
+}
+
 impl ProfileFile {
     /// The scene, and for each of its objects and bodies the index of the `[[object]]` or
     /// `[[body]]` entry it came from.
@@ -763,75 +851,10 @@ impl ProfileFile {
                  event per element)",
             ));
         }
-        let integrator = IntegratorSettings {
-            method: match self.integrator.method {
-                Some(MethodName::Sync) => Method::Sync,
-                Some(MethodName::Implicit) => Method::Implicit,
-                Some(MethodName::Oba) => Method::Oba,
-                Some(MethodName::Acm) | None => Method::Acm,
-            },
-            safety: self.integrator.safety.unwrap_or(defaults.integrator.safety),
-            clock: self.integrator.clock,
-        };
-        let d = SyncSettings::default();
-        let t = &self.sync;
-        let sync = SyncSettings {
-            step: t.step,
-            thickness: t.thickness,
-            stiffness: t.stiffness,
-            friction: t.friction,
-            max_ccd_iterations: t.max_ccd_iterations.unwrap_or(d.max_ccd_iterations),
-            max_failsafe_iterations: t
-                .max_failsafe_iterations
-                .unwrap_or(d.max_failsafe_iterations),
-            failsafe: match t.failsafe {
-                Some(FailSafeName::InelasticProjection) => FailSafe::InelasticProjection,
-                Some(FailSafeName::ImpactZones) | None => FailSafe::ImpactZones,
-            },
-            on_unresolved: match t.on_unresolved {
-                Some(OnUnresolvedName::Continue) => OnUnresolved::Continue,
-                Some(OnUnresolvedName::Stop) | None => OnUnresolved::Stop,
-            },
-        };
-        let d = ImplicitSettings::default();
-        let t = &self.implicit;
-        let implicit = ImplicitSettings {
-            step: t.step,
-            delta: t.delta,
-            friction: t.friction,
-            max_cmr_iterations: t.max_cmr_iterations.unwrap_or(d.max_cmr_iterations),
-            max_halvings: t.max_halvings.unwrap_or(d.max_halvings),
-            max_ica_iterations: t.max_ica_iterations.unwrap_or(d.max_ica_iterations),
-            max_pgs_sweeps: t.max_pgs_sweeps.unwrap_or(d.max_pgs_sweeps),
-            ica_tolerance: t.ica_tolerance.unwrap_or(d.ica_tolerance),
-            cg_tolerance: t.cg_tolerance.unwrap_or(d.cg_tolerance),
-        };
-        let c = ContactSettings::default();
-        let contact = ContactSettings {
-            enabled: self.contact.enabled,
-            eta1: self.contact.eta1.unwrap_or(c.eta1),
-            r1: self.contact.r1.unwrap_or(c.r1),
-            cor: self.contact.cor.unwrap_or(c.cor),
-            friction: self.contact.friction.unwrap_or(c.friction),
-            friction_cap: self.contact.friction_cap.unwrap_or(c.friction_cap),
-            eta_exponent: self.contact.eta_exponent.unwrap_or(c.eta_exponent),
-            r_exponent: self.contact.r_exponent.unwrap_or(c.r_exponent),
-            safety: self.contact.safety.unwrap_or(c.safety),
-            clocks: self.contact.clocks.map_or(c.clocks, Into::into),
-            work_closure: self.contact.work_closure.unwrap_or(c.work_closure),
-            closure_forces: self.contact.closure_forces.unwrap_or(c.closure_forces),
-            closure_objects: self.contact.closure_objects.unwrap_or(c.closure_objects),
-            closure_restitution: self
-                .contact
-                .closure_restitution
-                .unwrap_or(c.closure_restitution),
-            broad_phase: self.contact.broad_phase.map_or(c.broad_phase, Into::into),
-            scheduler: match self.contact.scheduler {
-                Some(SchedulerName::Speculative) => ContactScheduler::Speculative,
-                Some(SchedulerName::Kds) => ContactScheduler::Kds,
-                None => c.scheduler,
-            },
-        };
+        let integrator = self.integrator.settings();
+        let sync = self.sync.settings();
+        let implicit = self.implicit.settings();
+        let contact = self.contact.settings();
         let (rigid, body_origin) =
             crate::rigid::profile::rigid_scene(self.bodies, self.joints, self.oba, base)?;
         let mut objects = Vec::new();
