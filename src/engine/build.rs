@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use glam::DVec3;
 
-use super::contact::{Contact, ContactSetup, TooClose};
+use super::contact::{Contact, ContactSetup, LayerLaw, TooClose};
 use super::event_loop::EventLoop;
 use super::simulation::Schedule;
 use super::speculative::Speculative;
@@ -108,18 +108,20 @@ fn contact(scene: &Scene, model: &Model, sched: &mut Scheduler<'_>) -> Result<Co
     first_layer_makes_progress(scene, state)?;
     let setup = ContactSetup {
         objects: objects.clone(),
-        speed_limit: SpeedLimit::of(scene),
-        schedule: scene.contact.schedule()?,
-        cor: scene.contact.cor,
-        mu: scene.contact.friction,
-        friction_cap: scene.contact.friction_cap,
-        safety: scene.contact.safety,
-        clocks: scene.contact.clocks,
-        work_closure: scene.contact.work_closure,
-        closure_restitution: scene.contact.closure_restitution,
+        law: LayerLaw {
+            schedule: scene.contact.schedule()?,
+            cor: scene.contact.cor,
+            mu: scene.contact.friction,
+            friction_cap: scene.contact.friction_cap,
+            safety: scene.contact.safety,
+            clocks: scene.contact.clocks,
+            work_closure: scene.contact.work_closure,
+            closure_restitution: scene.contact.closure_restitution,
+            layer_super_events: scene.speed.layer_super_events,
+            speed_limit: SpeedLimit::of(scene),
+        },
         window: (BROAD_PHASE_WINDOW_TICKS * external_clock).min(scene.frame_interval),
         broad_phase: scene.contact.broad_phase,
-        layer_super_events: scene.speed.layer_super_events,
         axis_ordering: scene.speed.axis_ordering,
         quality_loss: scene
             .speed

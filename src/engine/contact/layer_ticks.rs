@@ -82,27 +82,27 @@ pub(super) struct LayerStats {
 
 /// The settings of [`LayerTicks`].
 #[derive(Clone, Copy, Debug)]
-pub(super) struct LayerLaw {
+pub(in crate::engine) struct LayerLaw {
     /// Thicknesses and stiffnesses of the layers.
-    pub(super) schedule: LayerSchedule,
+    pub(in crate::engine) schedule: LayerSchedule,
     /// Coefficient of restitution.
-    pub(super) cor: f64,
+    pub(in crate::engine) cor: f64,
     /// Friction coefficient.
-    pub(super) mu: f64,
+    pub(in crate::engine) mu: f64,
     /// Whether friction is capped at the normal impulse's tangential need.
-    pub(super) friction_cap: bool,
+    pub(in crate::engine) friction_cap: bool,
     /// `contact.safety`.
-    pub(super) safety: f64,
+    pub(in crate::engine) safety: f64,
     /// `contact.clocks`.
-    pub(super) clocks: LayerClocks,
+    pub(in crate::engine) clocks: LayerClocks,
     /// `contact.work_closure`.
-    pub(super) work_closure: bool,
+    pub(in crate::engine) work_closure: bool,
     /// `contact.closure_restitution`.
-    pub(super) closure_restitution: bool,
+    pub(in crate::engine) closure_restitution: bool,
     /// One super-event per layer rather than per pair and layer.
-    pub(super) layer_super_events: bool,
+    pub(in crate::engine) layer_super_events: bool,
     /// The fastest speed contact can resolve.
-    pub(super) speed_limit: SpeedLimit,
+    pub(in crate::engine) speed_limit: SpeedLimit,
 }
 
 /// One layer tick between its impulses and its end: the layer, its members, and the vertices

@@ -36,18 +36,18 @@ use crate::kds::{BroadPhase, BroadPhaseKind, BroadPhaseStats};
 use crate::mesh::TriangleList;
 use crate::model::ObjectRange;
 use crate::penalty::closest::TRIANGLE_PAIR_FEATURES;
-use crate::penalty::layers::{LayerClocks, LayerSchedule};
+use crate::penalty::layers::LayerSchedule;
 use crate::penalty::ContactKey;
 use crate::penalty::PairKey;
 use crate::profiling::zone;
-use crate::scene::SpeedLimit;
 use crate::state::VertexState;
 use crate::RunError;
 use audit::Audit;
 use certification::{Certifier, SLAB_MARGIN};
 use energy_limit::EnergyLimit;
 use force_phases::ForcePhases;
-use layer_ticks::{LayerLaw, LayerTicks, Surfaces};
+pub(super) use layer_ticks::LayerLaw;
+use layer_ticks::{LayerTicks, Surfaces};
 use owners::FeatureOwners;
 use pair_table::{Keeps, PairTable};
 
@@ -151,8 +151,8 @@ pub(super) struct WindowCounts {
 #[derive(Debug)]
 pub(super) struct Contact {
     schedule: LayerSchedule,
-    window: f64,
-    boxes: BroadPhase,
+    /// The broad phase and what drives it.
+    broad: BroadDriving,
     /// The triangle adjacency of triangle-pair contact (`speed.triangle_pairs`), or `None`.
     triangle_pairs: Option<TriangleTopology>,
     /// Which feature pair acts for a contact point shared by several triangles.
@@ -169,15 +169,6 @@ pub(super) struct Contact {
     batch: Vec<u32>,
     /// Scratch: the pairs contingent on the vertices of a kick.
     contingent: Vec<u32>,
-    broad_event: EventId,
-    found: Vec<PairKey>,
-    /// Scratch: the contact pairs standing for `found`.
-    found_pairs: Vec<ContactKey>,
-    /// `0..n`, the stencil of whole-mesh events.
-    all_vertices: Vec<u32>,
-    /// Whether the broad phase short-circuits at the next all-vertex event
-    /// (`speed.short_circuit`).
-    short_circuit: bool,
     /// The counters kept here; the certifier keeps its own ([`Self::stats`] joins them).
     stats: ContactStats,
     /// Speculative scheduling (`contact.scheduler = "speculative"`): no certificates; layers
@@ -186,6 +177,25 @@ pub(super) struct Contact {
     speculative: Option<SpeculativeLog>,
     /// Speculative windows committed, rolled back and probed.
     windows: WindowCounts,
+}
+
+/// The broad phase of [`Contact`] and what drives it: its window, its event, and the scratch
+/// of the pairs it finds.
+#[derive(Debug)]
+struct BroadDriving {
+    boxes: BroadPhase,
+    /// How far ahead a horizon rebuild looks.
+    window: f64,
+    event: EventId,
+    /// Scratch: the feature pairs found.
+    found: Vec<PairKey>,
+    /// Scratch: the contact pairs standing for `found`.
+    found_pairs: Vec<ContactKey>,
+    /// `0..n`, the stencil of whole-mesh events.
+    all_vertices: Vec<u32>,
+    /// Whether the broad phase short-circuits at the next all-vertex event
+    /// (`speed.short_circuit`).
+    short_circuit: bool,
 }
 
 /// What a speculative window needs to know about the layers' part in it (see
@@ -227,23 +237,11 @@ pub(super) struct ContactCheckpoint {
 pub(super) struct ContactSetup {
     /// The objects' slices of the global buffers, to name pairs in messages.
     pub(super) objects: Vec<ObjectRange>,
-    /// The fastest speed contact can resolve.
-    pub(super) speed_limit: SpeedLimit,
-    pub(super) schedule: LayerSchedule,
-    pub(super) cor: f64,
-    pub(super) mu: f64,
-    pub(super) friction_cap: bool,
-    pub(super) safety: f64,
-    /// How the layer clocks follow the layer stiffnesses (`contact.clocks`).
-    pub(super) clocks: LayerClocks,
-    /// Close the work of fully elastic contact episodes (`contact.work_closure`).
-    pub(super) work_closure: bool,
-    /// Close partly elastic episodes too (`contact.closure_restitution`).
-    pub(super) closure_restitution: bool,
+    /// The layers' law: thicknesses, stiffnesses, clocks, restitution and friction.
+    pub(super) law: LayerLaw,
+    /// How far ahead a broad-phase horizon rebuild looks.
     pub(super) window: f64,
     pub(super) broad_phase: BroadPhaseKind,
-    /// One penalty event per layer rather than per pair and layer (`speed.layer_super_events`).
-    pub(super) layer_super_events: bool,
     /// Adaptive k-DOP axis ordering in the broad phase (`speed.axis_ordering`).
     pub(super) axis_ordering: bool,
     /// Slabs scheduled on fuzzy trajectories with this quality loss (`speed.fuzzy_trajectories`
@@ -298,7 +296,7 @@ impl Contact {
             edges,
             triangles,
             state,
-            setup.schedule.eta1,
+            setup.law.schedule.eta1,
         );
         boxes.set_adaptive_axes(setup.axis_ordering);
         let broad_event = sched.table.insert(EventKind::BroadPhase, 0).id;
@@ -307,39 +305,26 @@ impl Contact {
             budget: setup.quality_loss.is_some(),
         };
         let mut contact = Self {
-            schedule: setup.schedule,
-            window: setup.window,
-            boxes,
+            schedule: setup.law.schedule,
+            broad: BroadDriving {
+                boxes,
+                window: setup.window,
+                event: broad_event,
+                found: Vec::new(),
+                found_pairs: Vec::new(),
+                all_vertices: (0..n as u32).collect(),
+                short_circuit: setup.short_circuit,
+            },
             triangle_pairs,
             owners,
             pairs: PairTable::new(n, keeps, setup.objects),
-            certifier: Certifier::new(setup.schedule, setup.quality_loss, setup.parking),
-            layers: LayerTicks::new(
-                LayerLaw {
-                    schedule: setup.schedule,
-                    cor: setup.cor,
-                    mu: setup.mu,
-                    friction_cap: setup.friction_cap,
-                    safety: setup.safety,
-                    clocks: setup.clocks,
-                    work_closure: setup.work_closure,
-                    closure_restitution: setup.closure_restitution,
-                    layer_super_events: setup.layer_super_events,
-                    speed_limit: setup.speed_limit,
-                },
-                n,
-                m_min,
-            ),
+            certifier: Certifier::new(setup.law.schedule, setup.quality_loss, setup.parking),
+            layers: LayerTicks::new(setup.law, n, m_min),
             energy_limit: EnergyLimit::new(setup.start_energy, setup.gravity),
             audit: Audit::default(),
             left: Vec::new(),
             batch: Vec::new(),
             contingent: Vec::new(),
-            short_circuit: setup.short_circuit,
-            broad_event,
-            found: Vec::new(),
-            found_pairs: Vec::new(),
-            all_vertices: (0..n as u32).collect(),
             stats: ContactStats {
                 min_distance: f64::INFINITY,
                 ..ContactStats::default()
@@ -349,6 +334,7 @@ impl Contact {
         };
         let mut found = Vec::new();
         contact
+            .broad
             .boxes
             .rebuild(state, 0.0, setup.window, &mut |k| found.push(k));
         found.sort_unstable();
@@ -372,26 +358,28 @@ impl Contact {
             return Ok(contact);
         }
         contact.adopt(found, state, 0.0, sched);
-        sched.queue.push(broad_event, contact.boxes.next_time());
+        sched
+            .queue
+            .push(contact.broad.event, contact.broad.boxes.next_time());
         Ok(contact)
     }
 
     /// The broad phase (for tests of the engine).
     #[cfg(test)]
     pub(super) fn broad_phase(&self) -> &BroadPhase {
-        &self.boxes
+        &self.broad.boxes
     }
 
     /// The four vertices of a feature pair, side A first.
     fn feature_verts(&self, key: PairKey) -> [u32; 4] {
         match key {
             PairKey::VertexTriangle(v, t) => {
-                let [a, b, c] = self.boxes.triangles()[t as usize];
+                let [a, b, c] = self.broad.boxes.triangles()[t as usize];
                 [v, a, b, c]
             }
             PairKey::EdgeEdge(e, f) => {
-                let [a, b] = self.boxes.edges()[e as usize];
-                let [c, d] = self.boxes.edges()[f as usize];
+                let [a, b] = self.broad.boxes.edges()[e as usize];
+                let [c, d] = self.broad.boxes.edges()[f as usize];
                 [a, b, c, d]
             }
         }
@@ -418,19 +406,19 @@ impl Contact {
     /// Whether some feature pair that contact pair `key` stands for overlaps in the broad phase.
     fn overlaps(&self, key: ContactKey) -> bool {
         match key {
-            ContactKey::Feature(f) => self.boxes.overlaps(f),
+            ContactKey::Feature(f) => self.broad.boxes.overlaps(f),
             ContactKey::Triangles(s, t) => self
                 .topology()
                 .features(s, t)
                 .into_iter()
-                .any(|f| self.boxes.overlaps(f)),
+                .any(|f| self.broad.boxes.overlaps(f)),
         }
     }
 
     /// The contact pairs that stand for the feature pairs `found` (the same keys unless
-    /// triangle pairs are on), sorted and without repeats, into `self.found_pairs`.
+    /// triangle pairs are on), sorted and without repeats, into `self.broad.found_pairs`.
     fn contact_keys(&mut self, found: &[PairKey]) {
-        let mut keys = std::mem::take(&mut self.found_pairs);
+        let mut keys = std::mem::take(&mut self.broad.found_pairs);
         keys.clear();
         match &self.triangle_pairs {
             None => keys.extend(found.iter().map(|&k| ContactKey::Feature(k))),
@@ -442,7 +430,7 @@ impl Contact {
         }
         keys.sort_unstable();
         keys.dedup();
-        self.found_pairs = keys;
+        self.broad.found_pairs = keys;
     }
 
     /// Adds the newly found candidate pairs (in a canonical order, so pair ids do not depend on
@@ -471,12 +459,12 @@ impl Contact {
         found.sort_unstable();
         found.dedup();
         self.contact_keys(&found);
-        let keys = std::mem::take(&mut self.found_pairs);
+        let keys = std::mem::take(&mut self.broad.found_pairs);
         for &key in &keys {
             self.add_pair(key, state, t, sched);
         }
-        self.found_pairs = keys;
-        self.found = found;
+        self.broad.found_pairs = keys;
+        self.broad.found = found;
     }
 
     fn add_pair(
@@ -521,7 +509,7 @@ impl Contact {
             return;
         }
         let _zone = zone!("reschedule");
-        self.audit.boxes(&self.boxes, state, t);
+        self.audit.boxes(&self.broad.boxes, state, t);
         self.sweep(vertices, state, t, sched);
         self.reschedule(
             |pairs, ids| pairs.contingent(vertices, ids),
@@ -554,18 +542,21 @@ impl Contact {
 
     /// Re-sweeps the boxes of `vertices` and adopts the candidate pairs that appear.
     fn sweep(&mut self, vertices: &[u32], state: &VertexState, t: f64, sched: &mut Scheduler<'_>) {
-        let mut found = std::mem::take(&mut self.found);
+        let mut found = std::mem::take(&mut self.broad.found);
         found.clear();
-        self.boxes
+        self.broad
+            .boxes
             .update(state, t, vertices, &mut |k| found.push(k));
         self.adopt(found, state, t, sched);
-        sched.queue.update(self.broad_event, self.boxes.next_time());
+        sched
+            .queue
+            .update(self.broad.event, self.broad.boxes.next_time());
     }
 
     /// Whether [`after_global_kick`](Self::after_global_kick) uses the time of the next
     /// all-vertex event (parking or short-circuiting is on).
     pub(super) fn schedules_against_all_vertex_events(&self) -> bool {
-        self.certifier.parks() || self.short_circuit
+        self.certifier.parks() || self.broad.short_circuit
     }
 
     /// After every vertex's velocity may have changed at `t` (a super-element or gravity tick):
@@ -585,14 +576,14 @@ impl Contact {
             return;
         }
         let _zone = zone!("reschedule_all");
-        self.audit.boxes(&self.boxes, state, t);
+        self.audit.boxes(&self.broad.boxes, state, t);
         self.certifier.park_after(next);
-        if self.short_circuit {
-            self.boxes.short_circuit(t, next);
+        if self.broad.short_circuit {
+            self.broad.boxes.short_circuit(t, next);
         }
-        let all = std::mem::take(&mut self.all_vertices);
+        let all = std::mem::take(&mut self.broad.all_vertices);
         self.sweep(&all, state, t, sched);
-        self.all_vertices = all;
+        self.broad.all_vertices = all;
         let every_live_pair = |pairs: &mut PairTable, ids: &mut Vec<u32>| {
             ids.clear();
             ids.extend((0..pairs.slots()).filter(|&id| pairs.live[id as usize]));
@@ -601,9 +592,11 @@ impl Contact {
     }
 
     fn rebuild(&mut self, state: &VertexState, t: f64, end: f64, sched: &mut Scheduler<'_>) {
-        let mut found = std::mem::take(&mut self.found);
+        let mut found = std::mem::take(&mut self.broad.found);
         found.clear();
-        self.boxes.rebuild(state, t, end, &mut |k| found.push(k));
+        self.broad
+            .boxes
+            .rebuild(state, t, end, &mut |k| found.push(k));
         self.adopt(found, state, t, sched);
     }
 
@@ -619,13 +612,15 @@ impl Contact {
     ) {
         let _zone = zone!("broad_phase");
         self.stats.broad_phase_events += 1;
-        self.audit.boxes(&self.boxes, state, t);
-        if t >= self.boxes.window_end() {
-            let end = t + self.window;
+        self.audit.boxes(&self.broad.boxes, state, t);
+        if t >= self.broad.boxes.window_end() {
+            let end = t + self.broad.window;
             self.rebuild(state, t, end, sched);
-            let mut found = std::mem::take(&mut self.found);
+            let mut found = std::mem::take(&mut self.broad.found);
             found.clear();
-            self.boxes.advance(t, &mut |k| found.push(k), &mut |_| {});
+            self.broad
+                .boxes
+                .advance(t, &mut |k| found.push(k), &mut |_| {});
             self.adopt(found, state, t, sched);
             // Whether a pair is stale reads only the broad phase: the pairs are looked at in
             // parallel, then the stale ones removed in id order.
@@ -647,18 +642,19 @@ impl Contact {
             for id in stale {
                 self.remove_pair(id, sched);
             }
-            self.stats.broad_phase = self.boxes.stats();
+            self.stats.broad_phase = self.broad.boxes.stats();
         } else {
-            let mut found = std::mem::take(&mut self.found);
+            let mut found = std::mem::take(&mut self.broad.found);
             found.clear();
             let mut lost = Vec::new();
-            self.boxes
+            self.broad
+                .boxes
                 .advance(t, &mut |k| found.push(k), &mut |k| lost.push(k));
             self.adopt(found, state, t, sched);
             lost.sort_unstable();
             lost.dedup();
             self.contact_keys(&lost);
-            let keys = std::mem::take(&mut self.found_pairs);
+            let keys = std::mem::take(&mut self.broad.found_pairs);
             for &key in &keys {
                 if let Some(id) = self.pairs.id(&key) {
                     if self.pairs.active[id as usize] == 0 && !self.overlaps(key) {
@@ -666,9 +662,11 @@ impl Contact {
                     }
                 }
             }
-            self.found_pairs = keys;
+            self.broad.found_pairs = keys;
         }
-        sched.queue.push(self.broad_event, self.boxes.next_time());
+        sched
+            .queue
+            .push(self.broad.event, self.broad.boxes.next_time());
     }
 
     /// Pair `id` in a user's terms: its two primitives and their objects.
@@ -1006,7 +1004,7 @@ impl Contact {
 
     /// Global edge and triangle lists.
     pub(super) fn primitives(&self) -> (&[[u32; 2]], &[[u32; 3]]) {
-        (self.boxes.edges(), self.boxes.triangles())
+        (self.broad.boxes.edges(), self.broad.boxes.triangles())
     }
 
     /// Contact statistics for `stats.json`.
@@ -1074,6 +1072,13 @@ impl Contact {
         t: f64,
         queue: &EventQueue,
     ) -> Result<(), String> {
-        audit::full(&self.pairs, &self.schedule, &self.boxes, state, t, queue)
+        audit::full(
+            &self.pairs,
+            &self.schedule,
+            &self.broad.boxes,
+            state,
+            t,
+            queue,
+        )
     }
 }
