@@ -260,35 +260,130 @@ impl Group<'_> {
         friction: Friction,
         bounds: &[f64],
     ) -> Option<Solved> {
-        let s = &self.world.settings;
-        let slot: HashMap<usize, usize> = self
+        let builder = VelocityQp::new(self, bodies, free, friction);
+        let mut qp = Qp::new(builder.variables());
+        builder.add_kinetic_energy(&mut qp);
+        builder.add_impulse_weights(&mut qp);
+        if !builder.projection() {
+            let mut rows = builder.momentum_rows();
+            builder.add_contact_impulses(&mut rows);
+            builder.add_joint_impulses(&mut rows);
+            builder.balance_momentum(&mut qp, rows);
+        }
+        builder.add_contact_constraints(&mut qp, restitution, bounds);
+        builder.add_joint_constraints(&mut qp);
+        let x = qp.solve().ok()?;
+        Some(builder.solution(&x))
+    }
+}
+
+/// The momentum balance rows of a group's bodies: per body, three linear and three angular
+/// rows of variable terms.
+type MomentumRows = Vec<[Vec<(usize, f64)>; 6]>;
+
+/// Adds impulse variable `var` along `dir`, applied with `sign` at `lever` from a body's
+/// centre, to the body's balance rows `rows`: `-sign dir` and `-sign lever x dir`.
+fn push_impulse(
+    rows: &mut [Vec<(usize, f64)>; 6],
+    var: usize,
+    dir: DVec3,
+    lever: DVec3,
+    sign: f64,
+) {
+    let torque = lever.cross(dir);
+    for axis in 0..3 {
+        rows[axis].push((var, -sign * dir[axis]));
+        rows[3 + axis].push((var, -sign * torque[axis]));
+    }
+}
+
+/// The shared state of building one velocity QP of a group: variables `6 k..6 k + 6` the new
+/// velocity of the group's `k`-th body, then `per_contact` impulse variables per contact from
+/// `contact_base`, then three per joint from `joint_base` (none in a projection).
+struct VelocityQp<'s, 'a> {
+    group: &'s Group<'a>,
+    bodies: &'s [Body],
+    free: &'s [bool],
+    friction: Friction,
+    /// Each group body's place in the group.
+    slot: HashMap<usize, usize>,
+    /// The group's bodies' world inertias.
+    inertias: Vec<DMat3>,
+    per_contact: usize,
+    contact_base: usize,
+    joint_base: usize,
+}
+
+impl<'s, 'a> VelocityQp<'s, 'a> {
+    /// The layout of `group`'s QP with `friction`.
+    fn new(group: &'s Group<'a>, bodies: &'s [Body], free: &'s [bool], friction: Friction) -> Self {
+        let slot: HashMap<usize, usize> = group
             .group
             .iter()
             .enumerate()
             .map(|(k, &i)| (i, k))
             .collect();
-        let body_var = |i: usize| free[i].then(|| slot.get(&i).map(|k| 6 * k)).flatten();
-        let projection = matches!(friction, Friction::Projection);
         let per_contact = match friction {
             Friction::None => 1,
             Friction::Projection => 0,
             Friction::Coupled | Friction::Bounded => 3,
         };
-        let contact_base = 6 * self.group.len();
-        let joint_base = contact_base + per_contact * self.contacts.len();
-        let joint_variables = if projection { 0 } else { 3 * self.joints.len() };
-        let mut qp = Qp::new(joint_base + joint_variables);
-        // Objective: the kinetic energy after the impulses.
-        let inertias: Vec<DMat3> = self
+        let contact_base = 6 * group.group.len();
+        let joint_base = contact_base + per_contact * group.contacts.len();
+        let inertias: Vec<DMat3> = group
             .group
             .iter()
             .map(|&i| bodies[i].world_inertia())
             .collect();
-        for (k, &i) in self.group.iter().enumerate() {
+        Self {
+            group,
+            bodies,
+            free,
+            friction,
+            slot,
+            inertias,
+            per_contact,
+            contact_base,
+            joint_base,
+        }
+    }
+
+    /// Whether this is the last-resort projection (no impulse variables).
+    fn projection(&self) -> bool {
+        matches!(self.friction, Friction::Projection)
+    }
+
+    /// The number of variables.
+    fn variables(&self) -> usize {
+        let joint_variables = if self.projection() {
+            0
+        } else {
+            3 * self.group.joints.len()
+        };
+        self.joint_base + joint_variables
+    }
+
+    /// Body `i`'s place in the group when it is free and in the group.
+    fn free_slot(&self, i: usize) -> Option<usize> {
+        self.free[i].then(|| self.slot.get(&i).copied()).flatten()
+    }
+
+    /// Body `i`'s first velocity variable when it is free and in the group.
+    fn body_var(&self, i: usize) -> Option<usize> {
+        self.free[i]
+            .then(|| self.slot.get(&i).map(|k| 6 * k))
+            .flatten()
+    }
+
+    /// The objective: the kinetic energy after the impulses (in a projection, its distance
+    /// from the old momenta).
+    fn add_kinetic_energy(&self, qp: &mut Qp) {
+        let bodies = self.bodies;
+        for (k, &i) in self.group.group.iter().enumerate() {
             for axis in 0..3 {
                 qp.add_hessian(6 * k + axis, 6 * k + axis, bodies[i].mass);
             }
-            let inertia = inertias[k].to_cols_array_2d();
+            let inertia = self.inertias[k].to_cols_array_2d();
             for (c, column) in inertia.iter().enumerate() {
                 for (r, &value) in column.iter().enumerate() {
                     if r <= c {
@@ -297,200 +392,232 @@ impl Group<'_> {
                 }
             }
         }
-        // Momentum balance rows: m v' - sum(+-j) = m v; I w' - sum(+-r x j) = I w.
-        if projection {
-            for (k, &i) in self.group.iter().enumerate() {
+        if self.projection() {
+            for (k, &i) in self.group.group.iter().enumerate() {
                 let b = &bodies[i];
                 let momentum = b.mass * b.velocity;
-                let angular = inertias[k] * b.angular_velocity;
+                let angular = self.inertias[k] * b.angular_velocity;
                 for axis in 0..3 {
                     qp.linear[6 * k + axis] -= momentum[axis];
                     qp.linear[6 * k + 3 + axis] -= angular[axis];
                 }
             }
         }
-        let mut rows: Vec<[Vec<(usize, f64)>; 6]> = vec![Default::default(); self.group.len()];
-        for (k, &i) in self.group.iter().enumerate() {
-            let m = bodies[i].mass;
-            let inertia = inertias[k];
+    }
+
+    /// A contact's impulses get a weight of 1e-6 of the kinetic energy they would give the
+    /// pair: coplanar contact points and closed loops leave many impulse distributions
+    /// with one outcome, and the weight picks the smallest (the QP stays strictly convex).
+    fn add_impulse_weights(&self, qp: &mut Qp) {
+        for (ci, c) in self.group.contacts.iter().enumerate() {
+            let (a, b) = c.bodies;
+            let inverse_mass: f64 = [a, b]
+                .iter()
+                .filter(|&&i| self.body_var(i).is_some())
+                .map(|&i| 1.0 / self.bodies[i].mass)
+                .sum();
+            for d in 0..self.per_contact {
+                let var = self.contact_base + self.per_contact * ci + d;
+                qp.add_hessian(var, var, IMPULSE_WEIGHT * inverse_mass);
+            }
+        }
+    }
+
+    /// The momentum terms of the balance rows: `m v'` and `I w'`.
+    fn momentum_rows(&self) -> MomentumRows {
+        let mut rows: MomentumRows = vec![Default::default(); self.group.group.len()];
+        for (k, &i) in self.group.group.iter().enumerate() {
+            let m = self.bodies[i].mass;
+            let inertia = self.inertias[k];
             for axis in 0..3 {
                 rows[k][axis] = vec![(6 * k + axis, m)];
                 let row = inertia.row(axis);
                 rows[k][3 + axis] = (0..3).map(|c| (6 * k + 3 + c, row[c])).collect();
             }
         }
-        // A contact's impulses get a weight of 1e-6 of the kinetic energy they would give the
-        // pair: coplanar contact points and closed loops leave many impulse distributions
-        // with one outcome, and the weight picks the smallest (the QP stays strictly convex).
-        for (ci, c) in self.contacts.iter().enumerate() {
-            let (a, b) = c.bodies;
-            let inverse_mass: f64 = [a, b]
-                .iter()
-                .filter(|&&i| body_var(i).is_some())
-                .map(|&i| 1.0 / bodies[i].mass)
-                .sum();
-            for d in 0..per_contact {
-                let var = contact_base + per_contact * ci + d;
-                qp.add_hessian(var, var, IMPULSE_WEIGHT * inverse_mass);
-            }
-        }
+        rows
+    }
+
+    /// The contact impulses' terms of the balance rows: `-sum(+-j)` and `-sum(+-r x j)`.
+    fn add_contact_impulses(&self, rows: &mut MomentumRows) {
         let directions = |c: &Contact| [c.normal, c.tangents.0, c.tangents.1];
-        for (ci, c) in self.contacts.iter().enumerate() {
+        for (ci, c) in self.group.contacts.iter().enumerate() {
             let dirs = directions(c);
             let (a, b) = c.bodies;
             for (body, sign) in [(a, -1.0), (b, 1.0)] {
-                let Some(k) = free[body].then(|| slot.get(&body).copied()).flatten() else {
+                let Some(k) = self.free_slot(body) else {
                     continue;
                 };
-                let lever = c.point - bodies[body].pose.position;
-                for (d, dir) in dirs.iter().enumerate().take(per_contact) {
-                    let var = contact_base + per_contact * ci + d;
-                    let torque = lever.cross(*dir);
-                    for axis in 0..3 {
-                        rows[k][axis].push((var, -sign * dir[axis]));
-                        rows[k][3 + axis].push((var, -sign * torque[axis]));
-                    }
+                let lever = c.point - self.bodies[body].pose.position;
+                for (d, dir) in dirs.iter().enumerate().take(self.per_contact) {
+                    let var = self.contact_base + self.per_contact * ci + d;
+                    push_impulse(&mut rows[k], var, *dir, lever, sign);
                 }
             }
         }
-        for (ji, &j) in self.joints.iter().enumerate().filter(|_| !projection) {
-            let joint = &self.world.joints[j];
+    }
+
+    /// The joint impulses' terms of the balance rows.
+    fn add_joint_impulses(&self, rows: &mut MomentumRows) {
+        for (ji, &j) in self.group.joints.iter().enumerate() {
+            let joint = &self.group.world.joints[j];
             for (side, sign) in [(0, 1.0), (1, -1.0)] {
                 let body = joint.bodies[side];
-                let Some(k) = free[body].then(|| slot.get(&body).copied()).flatten() else {
+                let Some(k) = self.free_slot(body) else {
                     continue;
                 };
-                let point = bodies[body].pose.apply(joint.anchors[side]);
-                let lever = point - bodies[body].pose.position;
+                let point = self.bodies[body].pose.apply(joint.anchors[side]);
+                let lever = point - self.bodies[body].pose.position;
                 for d in 0..3 {
                     let mut dir = DVec3::ZERO;
                     dir[d] = 1.0;
-                    let var = joint_base + 3 * ji + d;
-                    let torque = lever.cross(dir);
-                    for axis in 0..3 {
-                        rows[k][axis].push((var, -sign * dir[axis]));
-                        rows[k][3 + axis].push((var, -sign * torque[axis]));
-                    }
+                    let var = self.joint_base + 3 * ji + d;
+                    push_impulse(&mut rows[k], var, dir, lever, sign);
                 }
             }
         }
-        for (k, &i) in self.group.iter().enumerate().filter(|_| !projection) {
-            let b = &bodies[i];
+    }
+
+    /// Momentum balance: `m v' - sum(+-j) = m v; I w' - sum(+-r x j) = I w`.
+    fn balance_momentum(&self, qp: &mut Qp, mut rows: MomentumRows) {
+        for (k, &i) in self.group.group.iter().enumerate() {
+            let b = &self.bodies[i];
             let momentum = b.mass * b.velocity;
-            let angular = inertias[k] * b.angular_velocity;
+            let angular = self.inertias[k] * b.angular_velocity;
             for axis in 0..3 {
                 qp.equal(std::mem::take(&mut rows[k][axis]), momentum[axis]);
                 qp.equal(std::mem::take(&mut rows[k][3 + axis]), angular[axis]);
             }
         }
-        // The velocity of a point of `body` along `dir`: variable terms and a constant.
-        let point_velocity =
-            |body: usize, point: DVec3, dir: DVec3, sign: f64, terms: &mut Vec<(usize, f64)>| {
-                let lever = point - bodies[body].pose.position;
-                match body_var(body) {
-                    Some(at) => {
-                        let rot = lever.cross(dir);
-                        for axis in 0..3 {
-                            terms.push((at + axis, sign * dir[axis]));
-                            terms.push((at + 3 + axis, sign * rot[axis]));
-                        }
-                        0.0
-                    }
-                    None => sign * bodies[body].point_velocity(point).dot(dir),
+    }
+
+    /// The velocity of a point of `body` along `dir` (times `sign`): variable terms pushed on
+    /// `terms`, and the constant returned.
+    fn point_velocity(
+        &self,
+        body: usize,
+        point: DVec3,
+        dir: DVec3,
+        sign: f64,
+        terms: &mut Vec<(usize, f64)>,
+    ) -> f64 {
+        let lever = point - self.bodies[body].pose.position;
+        match self.body_var(body) {
+            Some(at) => {
+                let rot = lever.cross(dir);
+                for axis in 0..3 {
+                    terms.push((at + axis, sign * dir[axis]));
+                    terms.push((at + 3 + axis, sign * rot[axis]));
                 }
-            };
-        for (ci, c) in self.contacts.iter().enumerate() {
+                0.0
+            }
+            None => sign * self.bodies[body].point_velocity(point).dot(dir),
+        }
+    }
+
+    /// Per contact: the normal velocity after the impulses at least the restitution's
+    /// rebound, and the friction constraint (`bounds` per contact for bounded friction).
+    fn add_contact_constraints(&self, qp: &mut Qp, restitution: f64, bounds: &[f64]) {
+        for (ci, c) in self.group.contacts.iter().enumerate() {
             let (a, b) = c.bodies;
-            let before = c.normal_velocity(bodies);
+            let before = c.normal_velocity(self.bodies);
             let wanted = if before < 0.0 {
                 -restitution * before
             } else {
                 0.0
             };
             let mut terms = Vec::new();
-            let constant = point_velocity(b, c.point, c.normal, 1.0, &mut terms)
-                + point_velocity(a, c.point, c.normal, -1.0, &mut terms);
+            let constant = self.point_velocity(b, c.point, c.normal, 1.0, &mut terms)
+                + self.point_velocity(a, c.point, c.normal, -1.0, &mut terms);
             qp.at_least(terms, wanted - constant);
-            let jn = contact_base + per_contact * ci;
-            match friction {
+            let jn = self.contact_base + self.per_contact * ci;
+            match self.friction {
                 Friction::Projection => {}
                 Friction::None => qp.at_least(vec![(jn, 1.0)], 0.0),
                 Friction::Coupled | Friction::Bounded => {
                     let bound = bounds.get(ci).copied().unwrap_or(0.0);
-                    let coupled = matches!(friction, Friction::Coupled);
-                    if !coupled {
-                        qp.at_least(vec![(jn, 1.0)], 0.0);
-                    }
-                    match s.friction_model {
-                        FrictionModel::Pyramid => {
-                            let inner = s.friction * (std::f64::consts::PI / 8.0).cos();
-                            for h in 0..8 {
-                                let angle = std::f64::consts::PI * h as f64 / 4.0;
-                                let tangential = vec![(jn + 1, angle.cos()), (jn + 2, angle.sin())];
-                                if coupled {
-                                    let mut t = tangential;
-                                    t.push((jn, inner));
-                                    qp.at_least(t, 0.0);
-                                } else {
-                                    // The octagon inscribed in the circle of radius `bound`.
-                                    let neg =
-                                        tangential.into_iter().map(|(v, c)| (v, -c)).collect();
-                                    qp.at_least(neg, -bound * (std::f64::consts::PI / 8.0).cos());
-                                }
-                            }
-                        }
-                        FrictionModel::Cone => {
-                            let axis = if coupled {
-                                Affine {
-                                    terms: vec![(jn, s.friction)],
-                                    constant: 0.0,
-                                }
-                            } else {
-                                Affine {
-                                    terms: Vec::new(),
-                                    constant: bound,
-                                }
-                            };
-                            qp.cone([
-                                axis,
-                                Affine {
-                                    terms: vec![(jn + 1, 1.0)],
-                                    constant: 0.0,
-                                },
-                                Affine {
-                                    terms: vec![(jn + 2, 1.0)],
-                                    constant: 0.0,
-                                },
-                            ]);
-                        }
-                    }
+                    self.add_friction(qp, jn, bound);
                 }
             }
         }
-        for &j in self.joints {
-            let joint = &self.world.joints[j];
+    }
+
+    /// The friction constraint of the contact whose normal impulse is variable `jn` (its
+    /// tangential impulses `jn + 1`, `jn + 2`): coupled to `jn`, or bounded by `bound`.
+    fn add_friction(&self, qp: &mut Qp, jn: usize, bound: f64) {
+        let s = &self.group.world.settings;
+        let coupled = matches!(self.friction, Friction::Coupled);
+        if !coupled {
+            qp.at_least(vec![(jn, 1.0)], 0.0);
+        }
+        match s.friction_model {
+            FrictionModel::Pyramid => {
+                let inner = s.friction * (std::f64::consts::PI / 8.0).cos();
+                for h in 0..8 {
+                    let angle = std::f64::consts::PI * h as f64 / 4.0;
+                    let tangential = vec![(jn + 1, angle.cos()), (jn + 2, angle.sin())];
+                    if coupled {
+                        let mut t = tangential;
+                        t.push((jn, inner));
+                        qp.at_least(t, 0.0);
+                    } else {
+                        // The octagon inscribed in the circle of radius `bound`.
+                        let neg = tangential.into_iter().map(|(v, c)| (v, -c)).collect();
+                        qp.at_least(neg, -bound * (std::f64::consts::PI / 8.0).cos());
+                    }
+                }
+            }
+            FrictionModel::Cone => {
+                let axis = if coupled {
+                    Affine {
+                        terms: vec![(jn, s.friction)],
+                        constant: 0.0,
+                    }
+                } else {
+                    Affine {
+                        terms: Vec::new(),
+                        constant: bound,
+                    }
+                };
+                qp.cone([
+                    axis,
+                    Affine {
+                        terms: vec![(jn + 1, 1.0)],
+                        constant: 0.0,
+                    },
+                    Affine {
+                        terms: vec![(jn + 2, 1.0)],
+                        constant: 0.0,
+                    },
+                ]);
+            }
+        }
+    }
+
+    /// Per joint: its anchors' velocities after the impulses equal.
+    fn add_joint_constraints(&self, qp: &mut Qp) {
+        for &j in self.group.joints {
+            let joint = &self.group.world.joints[j];
             let [a, b] = joint.bodies;
             let (pa, pb) = (
-                bodies[a].pose.apply(joint.anchors[0]),
-                bodies[b].pose.apply(joint.anchors[1]),
+                self.bodies[a].pose.apply(joint.anchors[0]),
+                self.bodies[b].pose.apply(joint.anchors[1]),
             );
             for axis in 0..3 {
                 let mut dir = DVec3::ZERO;
                 dir[axis] = 1.0;
                 let mut terms = Vec::new();
-                let constant = point_velocity(a, pa, dir, 1.0, &mut terms)
-                    + point_velocity(b, pb, dir, -1.0, &mut terms);
+                let constant = self.point_velocity(a, pa, dir, 1.0, &mut terms)
+                    + self.point_velocity(b, pb, dir, -1.0, &mut terms);
                 qp.equal(terms, -constant);
             }
         }
-        let x = match qp.solve() {
-            Ok(x) => x,
-            Err(e) => {
-                let _ = e;
-                return None;
-            }
-        };
-        let velocities = (0..self.group.len())
+    }
+
+    /// The new velocities and normal impulses (zero in a projection) read from the QP's
+    /// solution `x`.
+    fn solution(&self, x: &[f64]) -> Solved {
+        let velocities = (0..self.group.group.len())
             .map(|k| {
                 (
                     DVec3::new(x[6 * k], x[6 * k + 1], x[6 * k + 2]),
@@ -498,16 +625,16 @@ impl Group<'_> {
                 )
             })
             .collect();
-        let normal = (0..self.contacts.len())
+        let normal = (0..self.group.contacts.len())
             .map(|ci| {
-                if projection {
+                if self.projection() {
                     0.0
                 } else {
-                    x[contact_base + per_contact * ci]
+                    x[self.contact_base + self.per_contact * ci]
                 }
             })
             .collect();
-        Some((velocities, normal))
+        (velocities, normal)
     }
 }
 

@@ -190,6 +190,20 @@ struct Proposal {
     largest_move: f64,
 }
 
+/// One iteration's trial: every group's proposed poses tried together.
+struct Trial {
+    /// The poses tried.
+    poses: Vec<Pose>,
+    /// Parts posed at `poses`.
+    parts: Vec<WorldPart>,
+    /// The known pairs' separations at `poses`.
+    separations: Vec<f64>,
+    /// The known pairs' separations at the current poses.
+    current_separations: Vec<f64>,
+    /// Pairs `poses` brings close that are not known yet, with their separations.
+    found: Vec<(usize, usize, f64)>,
+}
+
 /// The state of one position update.
 struct Update<'a> {
     world: &'a World,
@@ -531,135 +545,166 @@ impl<'a> Update<'a> {
                 break;
             }
             self.outcome.iterations = iteration + 1;
-            let mut trial = self.cur.clone();
-            let mut proposals: Vec<Option<Proposal>> = Vec::with_capacity(groups.len());
-            for group in &groups {
-                let tau = group.iter().map(|&i| self.trust[i]).fold(1.0, f64::min);
-                let proposal = self.propose(group, self.targets, tau);
-                match &proposal {
-                    Some(p) => {
-                        for &(i, pose) in &p.poses {
-                            trial[i] = pose;
-                        }
-                    }
-                    None => {
-                        // Infeasible: back to the group's last clean poses.
-                        self.outcome.rollbacks += 1;
-                        for &i in group {
-                            if self.cur[i] == self.clean[i] {
-                                self.done[i] = true;
-                            }
-                            self.cur[i] = self.clean[i];
-                            trial[i] = self.clean[i];
-                        }
-                    }
-                }
-                proposals.push(proposal);
-            }
-            let trial_parts = self.world.pose_parts(self.bodies, &trial);
-            let trial_separations: Vec<f64> = self
-                .pairs
-                .iter()
-                .map(|p| separation(&trial_parts[p.parts.0], &trial_parts[p.parts.1]).distance)
-                .collect();
-            let current_separations: Vec<f64> =
-                self.pairs.iter().map(|p| p.separation.distance).collect();
-            // Pairs the trial brings close that are not known yet.
-            let found = self.unknown_pairs(&trial_parts);
+            let (poses, proposals) = self.propose_all(&groups);
+            let trial = self.try_poses(poses);
             let mut in_group = vec![false; n];
             for (group, proposal) in groups.iter().zip(proposals) {
                 let Some(proposal) = proposal else { continue };
                 for &i in group {
                     in_group[i] = true;
                 }
-                let touches = |&(p, q, _): &(usize, usize, f64)| {
-                    in_group[self.world.parts[p].0] || in_group[self.world.parts[q].0]
-                };
-                let unknown: f64 = found
-                    .iter()
-                    .filter(|f| touches(f))
-                    .map(|&(_, _, d)| (s.gap - d).max(0.0))
-                    .sum();
-                // Vertices the trial's planes and poses bring within reach (the reckless
-                // update): learnt whether the step is kept or not.
-                let mut learnt = found.iter().any(touches);
-                for &(k, plane) in &proposal.planes {
-                    let pair = &mut self.pairs[k];
-                    let (p, q) = pair.parts;
-                    let reach = s.contact_distance;
-                    learnt |=
-                        add_critical(&mut pair.critical.0, &trial_parts[p], &plane, 1.0, reach)
-                            | add_critical(
-                                &mut pair.critical.1,
-                                &trial_parts[q],
-                                &plane,
-                                -1.0,
-                                reach,
-                            );
-                }
-                let violation_now = self.violation(&in_group, &self.cur, &current_separations);
-                let violation_trial =
-                    self.violation(&in_group, &trial, &trial_separations) + unknown;
-                let before =
-                    self.objective(group, &self.cur, self.targets) + proposal.mu * violation_now;
-                let after =
-                    self.objective(group, &trial, self.targets) + proposal.mu * violation_trial;
-                let predicted = proposal.predicted + proposal.mu * violation_now;
-                let actual = before - after;
-                let tau = group.iter().map(|&i| self.trust[i]).fold(1.0, f64::min);
-                // Nothing left to gain: the group stays where it is, converged if clean.
-                let objective_now = self.objective(group, &self.cur, self.targets);
-                let converged = predicted <= CONVERGED * objective_now;
-                let keep = !converged && actual >= 0.1 * predicted;
-                let separations = if keep {
-                    for &(i, pose) in &proposal.poses {
-                        self.cur[i] = pose;
-                    }
-                    for &(k, plane) in &proposal.planes {
-                        self.pairs[k].plane = plane;
-                    }
-                    let grown = if actual > 0.75 * predicted {
-                        (2.0 * tau).min(1.0)
-                    } else {
-                        tau
-                    };
-                    for &i in group {
-                        self.trust[i] = grown;
-                    }
-                    &trial_separations
-                } else {
-                    if !converged {
-                        self.outcome.rollbacks += 1;
-                        for &i in group {
-                            self.trust[i] = if learnt { tau } else { 0.25 * tau };
-                        }
-                    }
-                    &current_separations
-                };
-                let clean = !(keep && found.iter().any(touches))
-                    && self
-                        .pairs
-                        .iter()
-                        .zip(separations)
-                        .filter(|(p, _)| in_group[p.bodies.0] || in_group[p.bodies.1])
-                        .all(|(_, &d)| d >= 0.1 * s.gap);
-                if clean {
-                    for &i in group {
-                        self.clean[i] = self.cur[i];
-                        // Clean and settled: done.
-                        self.done[i] = converged
-                            || keep && !learnt && proposal.largest_move < s.contact_distance;
-                    }
-                }
+                self.judge(group, &proposal, &trial, &in_group);
                 for &i in group {
                     in_group[i] = false;
                 }
             }
             self.pose_current();
-            for (p, q, _) in found {
+            for (p, q, _) in trial.found {
                 self.add_pair(p, q);
             }
             self.find_critical();
+        }
+    }
+
+    /// Every group's proposal, and the trial poses: the proposals' poses, and for a group
+    /// whose QP failed its last clean poses (to which it rolls back).
+    fn propose_all(&mut self, groups: &[Vec<usize>]) -> (Vec<Pose>, Vec<Option<Proposal>>) {
+        let mut trial = self.cur.clone();
+        let mut proposals: Vec<Option<Proposal>> = Vec::with_capacity(groups.len());
+        for group in groups {
+            let tau = group.iter().map(|&i| self.trust[i]).fold(1.0, f64::min);
+            let proposal = self.propose(group, self.targets, tau);
+            match &proposal {
+                Some(p) => {
+                    for &(i, pose) in &p.poses {
+                        trial[i] = pose;
+                    }
+                }
+                None => {
+                    // Infeasible: back to the group's last clean poses.
+                    self.outcome.rollbacks += 1;
+                    for &i in group {
+                        if self.cur[i] == self.clean[i] {
+                            self.done[i] = true;
+                        }
+                        self.cur[i] = self.clean[i];
+                        trial[i] = self.clean[i];
+                    }
+                }
+            }
+            proposals.push(proposal);
+        }
+        (trial, proposals)
+    }
+
+    /// The trial at `poses`: its parts, the known pairs' separations there and now, and the
+    /// pairs it brings close that are not known yet.
+    fn try_poses(&self, poses: Vec<Pose>) -> Trial {
+        let parts = self.world.pose_parts(self.bodies, &poses);
+        let separations = self
+            .pairs
+            .iter()
+            .map(|p| separation(&parts[p.parts.0], &parts[p.parts.1]).distance)
+            .collect();
+        let current_separations = self.pairs.iter().map(|p| p.separation.distance).collect();
+        let found = self.unknown_pairs(&parts);
+        Trial {
+            poses,
+            parts,
+            separations,
+            current_separations,
+            found,
+        }
+    }
+
+    /// Keeps or undoes the step `proposal` of `group` (whose bodies `in_group` marks) by the
+    /// merit at `trial`, adjusts the group's trust, and marks it clean and done as it is.
+    fn judge(&mut self, group: &[usize], proposal: &Proposal, trial: &Trial, in_group: &[bool]) {
+        let world = self.world;
+        let s = &world.settings;
+        let touches = |&(p, q, _): &(usize, usize, f64)| {
+            in_group[world.parts[p].0] || in_group[world.parts[q].0]
+        };
+        let unknown: f64 = trial
+            .found
+            .iter()
+            .filter(|f| touches(f))
+            .map(|&(_, _, d)| (s.gap - d).max(0.0))
+            .sum();
+        // Vertices the trial's planes and poses bring within reach (the reckless update):
+        // learnt whether the step is kept or not.
+        let mut learnt = trial.found.iter().any(touches);
+        learnt |= self.learn_critical(proposal, &trial.parts);
+        let violation_now = self.violation(in_group, &self.cur, &trial.current_separations);
+        let violation_trial = self.violation(in_group, &trial.poses, &trial.separations) + unknown;
+        let before = self.objective(group, &self.cur, self.targets) + proposal.mu * violation_now;
+        let after =
+            self.objective(group, &trial.poses, self.targets) + proposal.mu * violation_trial;
+        let predicted = proposal.predicted + proposal.mu * violation_now;
+        let actual = before - after;
+        let tau = group.iter().map(|&i| self.trust[i]).fold(1.0, f64::min);
+        // Nothing left to gain: the group stays where it is, converged if clean.
+        let objective_now = self.objective(group, &self.cur, self.targets);
+        let converged = predicted <= CONVERGED * objective_now;
+        let keep = !converged && actual >= 0.1 * predicted;
+        let separations = if keep {
+            let grown = if actual > 0.75 * predicted {
+                (2.0 * tau).min(1.0)
+            } else {
+                tau
+            };
+            self.keep_step(group, proposal, grown);
+            &trial.separations
+        } else {
+            if !converged {
+                self.outcome.rollbacks += 1;
+                for &i in group {
+                    self.trust[i] = if learnt { tau } else { 0.25 * tau };
+                }
+            }
+            &trial.current_separations
+        };
+        let clean = !(keep && trial.found.iter().any(touches))
+            && self
+                .pairs
+                .iter()
+                .zip(separations)
+                .filter(|(p, _)| in_group[p.bodies.0] || in_group[p.bodies.1])
+                .all(|(_, &d)| d >= 0.1 * s.gap);
+        if clean {
+            for &i in group {
+                self.clean[i] = self.cur[i];
+                // Clean and settled: done.
+                self.done[i] =
+                    converged || keep && !learnt && proposal.largest_move < s.contact_distance;
+            }
+        }
+    }
+
+    /// Adds the vertices of the proposal's pairs that its planes bring within the contact
+    /// distance at the trial's `parts` to their critical sets: whether any was new.
+    fn learn_critical(&mut self, proposal: &Proposal, parts: &[WorldPart]) -> bool {
+        let reach = self.world.settings.contact_distance;
+        let mut learnt = false;
+        for &(k, plane) in &proposal.planes {
+            let pair = &mut self.pairs[k];
+            let (p, q) = pair.parts;
+            learnt |= add_critical(&mut pair.critical.0, &parts[p], &plane, 1.0, reach)
+                | add_critical(&mut pair.critical.1, &parts[q], &plane, -1.0, reach);
+        }
+        learnt
+    }
+
+    /// Takes the step `proposal` of `group`: its poses and planes, and trust `grown`.
+    fn keep_step(&mut self, group: &[usize], proposal: &Proposal, grown: f64) {
+        for &(i, pose) in &proposal.poses {
+            self.cur[i] = pose;
+        }
+        for &(k, plane) in &proposal.planes {
+            self.pairs[k].plane = plane;
+        }
+        for &i in group {
+            self.trust[i] = grown;
         }
     }
 
@@ -981,31 +1026,85 @@ struct GroupQp {
 
 impl GroupQp {
     fn build(u: &Update<'_>, group: &[usize], targets: &[Pose], tau: f64) -> Self {
-        let s = &u.world.settings;
         let slot: HashMap<usize, usize> = group.iter().enumerate().map(|(k, &i)| (i, k)).collect();
-        let in_group = |i: usize| slot.get(&i).copied();
+        let touches = |a: usize, b: usize| slot.contains_key(&a) || slot.contains_key(&b);
         let pair_list: Vec<usize> = (0..u.pairs.len())
             .filter(|&k| {
                 let (a, b) = u.pairs[k].bodies;
-                in_group(a).is_some() || in_group(b).is_some()
+                touches(a, b)
             })
             .collect();
         let joints: Vec<usize> = (0..u.world.joints.len())
             .filter(|&j| {
                 let [a, b] = u.world.joints[j].bodies;
-                in_group(a).is_some() || in_group(b).is_some()
+                touches(a, b)
             })
             .collect();
         let base = 6 * group.len();
         let slack_base = base + 3 * pair_list.len();
-        let mut qp = Qp::new(slack_base + 6 * joints.len());
-        let rotation_bound = s.rotation_bound * tau;
-        let translation_scale = group
+        let mut b = GroupQpBuilder {
+            u,
+            group,
+            targets,
+            slot,
+            qp: Qp::new(slack_base + 6 * joints.len()),
+            rotation_bound: u.world.settings.rotation_bound * tau,
+            curvature: vec![DMat3::ZERO; group.len()],
+        };
+        b.add_objective(tau);
+        let pairs = pair_list
             .iter()
-            .map(|&i| displacement(&u.bodies[i], &u.cur[i], &targets[i]))
-            .fold(s.contact_distance, f64::max);
+            .enumerate()
+            .map(|(j, &k)| b.add_pair_slot(k, base + 3 * j))
+            .collect();
+        b.add_joints(&joints, slack_base);
+        let mut qp = b.qp;
         for (k, &i) in group.iter().enumerate() {
-            let (c, t) = (u.cur[i], targets[i]);
+            add_rotation_curvature(
+                &mut qp,
+                6 * k + 3,
+                2.0 * u.rotation_weight[i],
+                b.curvature[k],
+            );
+        }
+        Self { qp, pairs, joints }
+    }
+}
+
+/// The shared state of building one group's QP ([`GroupQp`]).
+struct GroupQpBuilder<'s, 'a> {
+    u: &'s Update<'a>,
+    group: &'s [usize],
+    targets: &'s [Pose],
+    /// Each group body's place in the group.
+    slot: HashMap<usize, usize>,
+    qp: Qp,
+    /// The bound on each rotation and tilt variable.
+    rotation_bound: f64,
+    /// The second-order terms of the rows' rotations, weighted by their multipliers in the
+    /// last QP (the Hessian of the Lagrangian), per body.
+    curvature: Vec<DMat3>,
+}
+
+impl GroupQpBuilder<'_, '_> {
+    /// Body `i`'s place in the group, if it is in it.
+    fn in_group(&self, i: usize) -> Option<usize> {
+        self.slot.get(&i).copied()
+    }
+
+    /// The distance to the targets (eq. 6.7 or 6.8) and the bounds on each body's rotation,
+    /// and with trust `tau < 1` on its translation.
+    fn add_objective(&mut self, tau: f64) {
+        let u = self.u;
+        let s = &u.world.settings;
+        let translation_scale = self
+            .group
+            .iter()
+            .map(|&i| displacement(&u.bodies[i], &u.cur[i], &self.targets[i]))
+            .fold(s.contact_distance, f64::max);
+        let qp = &mut self.qp;
+        for (k, &i) in self.group.iter().enumerate() {
+            let (c, t) = (u.cur[i], self.targets[i]);
             let body = &u.bodies[i];
             let mass = match s.objective {
                 Objective::Mass => body.mass,
@@ -1022,8 +1121,8 @@ impl GroupQp {
                 rotation_between(c.orientation, t.orientation),
             );
             for axis in 0..3 {
-                qp.at_most(vec![(6 * k + 3 + axis, 1.0)], rotation_bound);
-                qp.at_least(vec![(6 * k + 3 + axis, 1.0)], -rotation_bound);
+                qp.at_most(vec![(6 * k + 3 + axis, 1.0)], self.rotation_bound);
+                qp.at_least(vec![(6 * k + 3 + axis, 1.0)], -self.rotation_bound);
                 if tau < 1.0 {
                     let bound = tau * translation_scale;
                     qp.at_most(vec![(6 * k + axis, 1.0)], bound);
@@ -1031,99 +1130,118 @@ impl GroupQp {
                 }
             }
         }
-        // The second-order terms of the rows' rotations, weighted by their multipliers in the
-        // last QP (the Hessian of the Lagrangian), per body.
-        let mut curvature = vec![DMat3::ZERO; group.len()];
-        let mut pairs = Vec::with_capacity(pair_list.len());
-        for (j, &k) in pair_list.iter().enumerate() {
-            let pair = &u.pairs[k];
-            let plane = pair.plane;
-            let (nx, ny) = tangent_frame(plane.n);
-            let (dx_var, dy_var, e_var) = (base + 3 * j, base + 3 * j + 1, base + 3 * j + 2);
-            for v in [dx_var, dy_var] {
-                qp.at_most(vec![(v, 1.0)], rotation_bound);
-                qp.at_least(vec![(v, 1.0)], -rotation_bound);
-            }
-            // The tilt turns the plane about the point on it nearest the critical vertices'
-            // centroid, where the pair's contact is.
-            let (p, q) = pair.parts;
-            let critical_points = pair
-                .critical
-                .0
-                .iter()
-                .map(|&v| u.parts[p].vertices[v as usize])
-                .chain(
-                    pair.critical
-                        .1
-                        .iter()
-                        .map(|&v| u.parts[q].vertices[v as usize]),
-                );
-            let (sum, count) =
-                critical_points.fold((DVec3::ZERO, 0.0), |(s, c), v| (s + v, c + 1.0));
-            let centroid = if count > 0.0 {
-                sum / count
-            } else {
-                plane.n * plane.d
-            };
-            let pivot = centroid - (plane.n.dot(centroid) - plane.d) * plane.n;
-            let mut rows = (0..0, 0..0);
-            let mut tilt_curvature = 0.0;
-            let sides = [
-                (p, &pair.critical.0, &pair.duals.0, 1.0),
-                (q, &pair.critical.1, &pair.duals.1, -1.0),
-            ];
-            for (part, set, duals, side) in sides {
-                let body = u.world.parts[part].0;
-                let wp = &u.parts[part];
-                let first_row = qp.inequalities.len();
-                for (r, &vk) in set.iter().enumerate() {
-                    let v = wp.vertices[vk as usize];
-                    let rel = v - pivot;
-                    let mut terms = vec![
-                        (dx_var, side * nx.dot(rel)),
-                        (dy_var, side * ny.dot(rel)),
-                        (e_var, -side),
-                    ];
-                    let dual = duals.get(r).copied().unwrap_or(0.0);
-                    if let Some(b) = in_group(body) {
-                        let lever = v - u.cur[body].position;
-                        let rot = -plane.n.cross(lever);
-                        for axis in 0..3 {
-                            terms.push((6 * b + axis, side * plane.n[axis]));
-                            terms.push((6 * b + 3 + axis, side * rot[axis]));
-                        }
-                        curvature[b] += dual * rotation_curvature(side * plane.n, lever);
-                    }
-                    // The exact row divides by the tilted normal's length sqrt(1 + |delta|^2).
-                    tilt_curvature += dual * (0.5 * s.gap + wp.radius);
-                    qp.at_most(terms, -0.5 * s.gap - wp.radius - side * plane.n.dot(rel));
-                }
-                let range = first_row..qp.inequalities.len();
-                if side > 0.0 {
-                    rows.0 = range;
-                } else {
-                    rows.1 = range;
-                }
-            }
-            for v in [dx_var, dy_var] {
-                qp.add_hessian(v, v, tilt_curvature);
-            }
-            pairs.push(PairSlot {
-                pair: k,
-                variables: dx_var,
-                pivot,
-                rows,
-            });
+    }
+
+    /// Pair `k`'s variables from `variables` (tilt along `n_x`, along `n_y`, offset) and the
+    /// rows of its two parts' critical vertices: its slot.
+    fn add_pair_slot(&mut self, k: usize, variables: usize) -> PairSlot {
+        let u = self.u;
+        let pair = &u.pairs[k];
+        for v in [variables, variables + 1] {
+            self.qp.at_most(vec![(v, 1.0)], self.rotation_bound);
+            self.qp.at_least(vec![(v, 1.0)], -self.rotation_bound);
         }
-        // Joints are elastic: each row has a slack of either sign at a price far above what
-        // the objective pays per cm, so a joint the contacts do not let close keeps the least
-        // residual instead of making the QP infeasible.
+        let pivot = self.pivot(pair);
+        let mut tilt_curvature = 0.0;
+        let (p, q) = pair.parts;
+        let first = (p, &pair.critical.0[..], &pair.duals.0[..], 1.0);
+        let rows_p = self.add_side(pair, first, pivot, variables, &mut tilt_curvature);
+        let second = (q, &pair.critical.1[..], &pair.duals.1[..], -1.0);
+        let rows_q = self.add_side(pair, second, pivot, variables, &mut tilt_curvature);
+        for v in [variables, variables + 1] {
+            self.qp.add_hessian(v, v, tilt_curvature);
+        }
+        PairSlot {
+            pair: k,
+            variables,
+            pivot,
+            rows: (rows_p, rows_q),
+        }
+    }
+
+    /// The tilt turns the plane about the point on it nearest the critical vertices'
+    /// centroid, where the pair's contact is.
+    fn pivot(&self, pair: &Pair) -> DVec3 {
+        let plane = pair.plane;
+        let (p, q) = pair.parts;
+        let critical_points = pair
+            .critical
+            .0
+            .iter()
+            .map(|&v| self.u.parts[p].vertices[v as usize])
+            .chain(
+                pair.critical
+                    .1
+                    .iter()
+                    .map(|&v| self.u.parts[q].vertices[v as usize]),
+            );
+        let (sum, count) = critical_points.fold((DVec3::ZERO, 0.0), |(s, c), v| (s + v, c + 1.0));
+        let centroid = if count > 0.0 {
+            sum / count
+        } else {
+            plane.n * plane.d
+        };
+        centroid - (plane.n.dot(centroid) - plane.d) * plane.n
+    }
+
+    /// The rows of one side of `pair`: `part` with its critical vertices `set`, their last
+    /// multipliers `duals`, on `side` (+1 first, -1 second) of the plane tilted about
+    /// `pivot` by the pair's variables from `variables`. Adds the multipliers' curvature to
+    /// the bodies' and to `tilt_curvature`; returns the rows' range.
+    fn add_side(
+        &mut self,
+        pair: &Pair,
+        (part, set, duals, side): (usize, &[u32], &[f64], f64),
+        pivot: DVec3,
+        variables: usize,
+        tilt_curvature: &mut f64,
+    ) -> std::ops::Range<usize> {
+        let u = self.u;
+        let gap = u.world.settings.gap;
+        let plane = pair.plane;
+        let (nx, ny) = tangent_frame(plane.n);
+        let (dx_var, dy_var, e_var) = (variables, variables + 1, variables + 2);
+        let body = u.world.parts[part].0;
+        let wp = &u.parts[part];
+        let first_row = self.qp.inequalities.len();
+        for (r, &vk) in set.iter().enumerate() {
+            let v = wp.vertices[vk as usize];
+            let rel = v - pivot;
+            let mut terms = vec![
+                (dx_var, side * nx.dot(rel)),
+                (dy_var, side * ny.dot(rel)),
+                (e_var, -side),
+            ];
+            let dual = duals.get(r).copied().unwrap_or(0.0);
+            if let Some(b) = self.in_group(body) {
+                let lever = v - u.cur[body].position;
+                let rot = -plane.n.cross(lever);
+                for axis in 0..3 {
+                    terms.push((6 * b + axis, side * plane.n[axis]));
+                    terms.push((6 * b + 3 + axis, side * rot[axis]));
+                }
+                self.curvature[b] += dual * rotation_curvature(side * plane.n, lever);
+            }
+            // The exact row divides by the tilted normal's length sqrt(1 + |delta|^2).
+            *tilt_curvature += dual * (0.5 * gap + wp.radius);
+            self.qp
+                .at_most(terms, -0.5 * gap - wp.radius - side * plane.n.dot(rel));
+        }
+        first_row..self.qp.inequalities.len()
+    }
+
+    /// Joints are elastic: each row has a slack of either sign (variables from `slack_base`)
+    /// at a price far above what the objective pays per cm, so a joint the contacts do not
+    /// let close keeps the least residual instead of making the QP infeasible.
+    fn add_joints(&mut self, joints: &[usize], slack_base: usize) {
+        let u = self.u;
         let price = 20.0
-            * group
+            * self
+                .group
                 .iter()
                 .map(|&i| {
                     let b = &u.bodies[i];
-                    b.mass * (b.reach + displacement(b, &u.cur[i], &targets[i]))
+                    b.mass * (b.reach + displacement(b, &u.cur[i], &self.targets[i]))
                 })
                 .sum::<f64>();
         for (slot, &ji) in joints.iter().enumerate() {
@@ -1131,17 +1249,18 @@ impl GroupQp {
             let [a, b] = j.bodies;
             let qa = u.cur[a].apply(j.anchors[0]);
             let qb = u.cur[b].apply(j.anchors[1]);
-            for (body, point, sign) in [(a, qa, 1.0), (b, qb, -1.0)] {
-                if let Some(k) = in_group(body) {
+            let ends = [(a, qa, 1.0), (b, qb, -1.0)];
+            for (body, point, sign) in ends {
+                if let Some(k) = self.in_group(body) {
                     let lever = point - u.cur[body].position;
-                    curvature[k] += rotation_curvature(sign * u.joint_duals[ji], lever);
+                    self.curvature[k] += rotation_curvature(sign * u.joint_duals[ji], lever);
                 }
             }
             // qa + dx_a + dphi_a x ra = qb + dx_b + dphi_b x rb.
             for axis in 0..3 {
                 let mut terms = Vec::new();
-                for (body, point, sign) in [(a, qa, 1.0), (b, qb, -1.0)] {
-                    if let Some(k) = in_group(body) {
+                for (body, point, sign) in ends {
+                    if let Some(k) = self.in_group(body) {
                         let lever = point - u.cur[body].position;
                         terms.push((6 * k + axis, sign));
                         for i in 0..3 {
@@ -1155,17 +1274,13 @@ impl GroupQp {
                 );
                 terms.push((up, 1.0));
                 terms.push((down, -1.0));
-                qp.equal(terms, qb[axis] - qa[axis]);
+                self.qp.equal(terms, qb[axis] - qa[axis]);
                 for v in [up, down] {
-                    qp.at_least(vec![(v, 1.0)], 0.0);
-                    qp.linear[v] += price;
+                    self.qp.at_least(vec![(v, 1.0)], 0.0);
+                    self.qp.linear[v] += price;
                 }
             }
         }
-        for (k, &i) in group.iter().enumerate() {
-            add_rotation_curvature(&mut qp, 6 * k + 3, 2.0 * u.rotation_weight[i], curvature[k]);
-        }
-        Self { qp, pairs, joints }
     }
 }
 
