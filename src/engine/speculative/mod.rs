@@ -252,25 +252,12 @@ impl Speculative {
         sink: &mut dyn FrameSink,
     ) -> Result<Option<Processed>, RunError> {
         let _zone = zone!("window");
-        let start = self.committed.max(sim.time);
-        // The first frame after the start (the one at the start, if due, is taken first): a
-        // frame inside the window would be written from a run that may yet be rolled back.
-        let mut next_frame = sim.next_frame;
-        while next_frame as f64 * sim.model.frame_interval <= start {
-            next_frame += 1;
-        }
-        let mut end = (start + self.length).min(until);
-        end = end.min(next_frame as f64 * sim.model.frame_interval);
-        // A window of no length takes the events at `until` itself.
-        let last = end <= start;
-        self.history.begin(&sim.model.state, start);
-        if let Some(log) = sim.contact.as_mut().and_then(Contact::speculative_log) {
-            log.layers.clear();
-        }
-        self.rewinds.begin(start, end);
-        self.pending.clear();
-        let (mut rollbacks, mut probes, mut next, mut processed) = (0, 0, 0, None);
-        let (mut whole_finds, mut rolled_back_events) = (0, 0);
+        let (start, end, last) = self.open_window(sim, until);
+        let mut counts = WindowCounts {
+            committed: 1,
+            ..WindowCounts::default()
+        };
+        let (mut next, mut processed, mut whole_finds) = (0, None, 0);
         let vertices = sim.model.state.len();
         let mut stop = if last {
             Stop::End
@@ -281,7 +268,7 @@ impl Speculative {
         loop {
             let to = stop.time().map_or((end, last), |t| (t, false));
             processed = self.run(sim, to, stop != Stop::End, (&mut next, processed), sink)?;
-            probes += u64::from(stop != Stop::End);
+            counts.probes += u64::from(stop != Stop::End);
             let kicks = self.history.take_kicks();
             if to.0 > from {
                 self.kick_rate = kicks as f64 / (to.0 - from);
@@ -305,76 +292,123 @@ impl Speculative {
                 stop = self.stop_after(stop, end, vertices);
                 continue;
             }
-            rollbacks += 1;
+            counts.rollbacks += 1;
             whole_finds += u64::from(whole);
-            if rollbacks > MAX_ROLLBACKS {
+            if counts.rollbacks > MAX_ROLLBACKS {
                 return Err(RunError::Internal {
                     time: start,
                     event: 0,
                     message: format!("the window [{start}, {end}] s did not come clean"),
                 });
             }
-            // Every find is switched on, not only the earliest. The paths after the earliest
-            // change once its layer acts, so a later one may then come too late; but the next
-            // check finds that pair again, earlier, and its earlier time is switched on too.
-            // Up to the earliest the paths stay as recorded, so the run resumes from the last
-            // mark before it.
-            // A layer due before the resume point is switched on there: what it would have
-            // ticked before the find applies nothing.
-            let earliest = found.iter().map(|v| v.time).fold(f64::INFINITY, f64::min);
-            let resume;
             let events_run = sim.processed;
-            (resume, processed) = (self.rewinds).restore_before(earliest, sim, &mut self.history);
-            rolled_back_events += events_run - sim.processed;
-            debug_assert!(resume >= self.history.span().0);
-            // A whole check finds every pair that needs a layer, so the window is clean up to
-            // the earliest. With the audit on, only a clean check is audited, so the span
-            // before the earliest is left to the next one.
-            if whole && !sim.audit {
-                self.history.checked_to(resume);
-            }
-            let (pending_before, first) = (self.pending.len(), found[0]);
-            let sinking = sinking(&self.pending, &found);
-            self.add_pending(found.into_iter().chain(sinking).map(|v| Violation {
-                switch_on: v.switch_on.max(resume),
-                ..v
-            }));
-            // Nothing new to switch on: the run from the same mark would be the same, forever.
-            if self.pending.len() == pending_before {
-                return Err(RunError::Internal {
-                    time: resume,
-                    event: 0,
-                    message: format!(
-                        "the speculative window [{start}, {end}] s cannot come clean: its check \
-                         finds only layers already switched on for this run (among them layer \
-                         {} of pair {:?} from t = {} s), so running it again would find them \
-                         again. Run this scene with contact.scheduler = \"kds\"",
-                        first.layer, first.key, first.time
-                    ),
-                });
-            }
-            next = self.pending.partition_point(|p| p.switch_on < resume);
+            let resume;
+            (resume, processed) = self.roll_back(sim, found, whole, (start, end), &mut next)?;
+            counts.rolled_back_events += events_run - sim.processed;
             stop = self.first_stop(end, vertices);
             from = resume;
         }
+        self.commit_window(sim, (start, end), counts, whole_finds);
+        Ok(processed)
+    }
+
+    /// Opens a window at the committed time: returns its start, its end (no later than
+    /// `until`, the next frame and the window's length) and whether it is of no length (it then
+    /// takes the events at `until` itself), with the history, the layer log, the saved states
+    /// and the pending layers begun afresh.
+    fn open_window(&mut self, sim: &mut EventLoop, until: f64) -> (f64, f64, bool) {
+        let start = self.committed.max(sim.time);
+        // The first frame after the start (the one at the start, if due, is taken first): a
+        // frame inside the window would be written from a run that may yet be rolled back.
+        let mut next_frame = sim.next_frame;
+        while next_frame as f64 * sim.model.frame_interval <= start {
+            next_frame += 1;
+        }
+        let mut end = (start + self.length).min(until);
+        end = end.min(next_frame as f64 * sim.model.frame_interval);
+        self.history.begin(&sim.model.state, start);
+        if let Some(log) = sim.contact.as_mut().and_then(Contact::speculative_log) {
+            log.layers.clear();
+        }
+        self.rewinds.begin(start, end);
+        self.pending.clear();
+        (start, end, end <= start)
+    }
+
+    /// After a check that did not let the run stand: restores the last saved state before the
+    /// earliest of `found` and queues every find's layer (and those sinking with them) to be
+    /// switched on from there, no earlier than the resume point. Returns the resume time and
+    /// the last event processed before it; an error when nothing new was found to switch on.
+    fn roll_back(
+        &mut self,
+        sim: &mut EventLoop,
+        found: Vec<Violation>,
+        whole: bool,
+        (start, end): (f64, f64),
+        next: &mut usize,
+    ) -> Result<(f64, Option<Processed>), RunError> {
+        // Every find is switched on, not only the earliest. The paths after the earliest
+        // change once its layer acts, so a later one may then come too late; but the next
+        // check finds that pair again, earlier, and its earlier time is switched on too.
+        // Up to the earliest the paths stay as recorded, so the run resumes from the last
+        // mark before it.
+        // A layer due before the resume point is switched on there: what it would have
+        // ticked before the find applies nothing.
+        let earliest = found.iter().map(|v| v.time).fold(f64::INFINITY, f64::min);
+        let (resume, processed) = (self.rewinds).restore_before(earliest, sim, &mut self.history);
+        debug_assert!(resume >= self.history.span().0);
+        // A whole check finds every pair that needs a layer, so the window is clean up to
+        // the earliest. With the audit on, only a clean check is audited, so the span
+        // before the earliest is left to the next one.
+        if whole && !sim.audit {
+            self.history.checked_to(resume);
+        }
+        let (pending_before, first) = (self.pending.len(), found[0]);
+        let sinking = sinking(&self.pending, &found);
+        self.add_pending(found.into_iter().chain(sinking).map(|v| Violation {
+            switch_on: v.switch_on.max(resume),
+            ..v
+        }));
+        // Nothing new to switch on: the run from the same mark would be the same, forever.
+        if self.pending.len() == pending_before {
+            return Err(RunError::Internal {
+                time: resume,
+                event: 0,
+                message: format!(
+                    "the speculative window [{start}, {end}] s cannot come clean: its check \
+                     finds only layers already switched on for this run (among them layer \
+                     {} of pair {:?} from t = {} s), so running it again would find them \
+                     again. Run this scene with contact.scheduler = \"kds\"",
+                    first.layer, first.key, first.time
+                ),
+            });
+        }
+        *next = self.pending.partition_point(|p| p.switch_on < resume);
+        Ok((resume, processed))
+    }
+
+    /// Commits the clean window `[start, end]`: drops the layers left inactive, counts the
+    /// window, and sizes the next one (longer after a calm window, half this one's length
+    /// after one with more whole-check finds than [`CALM_ROLLBACKS`]).
+    fn commit_window(
+        &mut self,
+        sim: &mut EventLoop,
+        (start, end): (f64, f64),
+        counts: WindowCounts,
+        whole_finds: u64,
+    ) {
         let contact = sim.contact.as_mut().expect("contact is on");
         contact.drop_inactive(&mut Scheduler {
             table: &mut sim.events,
             queue: &mut sim.queue,
         });
-        contact.count_window(WindowCounts {
-            committed: 1,
-            rollbacks,
-            probes,
-            rolled_back_events,
-        });
+        contact.count_window(counts);
         self.committed = end;
         self.length = if whole_finds <= CALM_ROLLBACKS {
             (GROWTH * self.length).min(self.longest)
         } else {
             (0.5 * (end - start)).max(SHORTEST_WINDOW * self.longest)
         };
-        Ok(processed)
     }
 
     /// Where the run about to start from the last mark saved stops first: one mark on for a
