@@ -2,8 +2,9 @@
 
 use glam::{DQuat, DVec3};
 
+use super::description::Scene;
 use super::error::SceneError;
-use super::{Material, Scene, SceneObject, ScriptSpec, VertexSet};
+use super::objects::{Material, SceneObject, ScriptSpec, VertexSet};
 use crate::mesh::TriMesh;
 
 impl Scene {

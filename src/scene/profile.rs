@@ -13,11 +13,14 @@ use std::path::{Path, PathBuf};
 use glam::{DQuat, DVec3, EulerRot};
 use serde::Deserialize;
 
-use super::{
-    ContactScheduler, ContactSettings, FailSafe, ForceSpec, ImplicitSettings, IntegratorSettings,
-    Material, Method, OnUnresolved, Scene, SceneError, SceneObject, ScriptSpec, SpeedSettings,
-    SyncSettings, VertexSet,
-};
+use super::description::Scene;
+use super::error::SceneError;
+use super::implicit_settings::ImplicitSettings;
+use super::method::Method;
+use super::objects::{ForceSpec, Material, SceneObject, ScriptSpec, VertexSet};
+use super::settings::{ContactScheduler, ContactSettings, IntegratorSettings};
+use super::speed::SpeedSettings;
+use super::sync_settings::{FailSafe, OnUnresolved, SyncSettings};
 use crate::kds::BroadPhaseKind;
 use crate::mesh::{self, TriMesh};
 use crate::penalty::layers::LayerClocks;

@@ -9,7 +9,7 @@
 
 use crate::kds::kdop::INSTANT;
 
-use super::Scene;
+use super::description::Scene;
 
 /// Instants of the kinetic broad phases' time resolution a vertex must take, at least, to cross
 /// the first layer's thickness.

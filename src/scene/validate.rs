@@ -3,8 +3,10 @@
 use glam::DVec3;
 use hashbrown::HashSet;
 
+use super::description::Scene;
+use super::error::SceneError;
+use super::objects::VertexSet;
 use super::speed_limit::INSTANTS_PER_LAYER;
-use super::{Scene, SceneError, VertexSet};
 
 /// Upper bound on frames, so a typo in `frame_interval` cannot fill the disk.
 const MAX_FRAMES: u64 = Scene::MAX_FRAMES;
