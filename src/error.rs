@@ -20,7 +20,7 @@ pub enum RunError {
         /// First bad vertex (global index).
         vertex: usize,
     },
-    /// A synchronous or implicit step left a vertex beyond [`crate::sync::steps::COORDINATE_LIMIT`]
+    /// A synchronous or implicit step left a vertex beyond `crate::sync::steps::COORDINATE_LIMIT`
     /// (its position, or its motion over a step, in some coordinate), where the cubics of
     /// continuous collision detection overflow: the next step could miss a collision.
     #[error(
@@ -110,7 +110,7 @@ pub enum RunError {
         speed: f64,
     },
     /// A penalty impulse sped a vertex past the fastest speed contact can resolve
-    /// ([`Scene::resolvable_speed`](crate::Scene::resolvable_speed)): energy has run away, and
+    /// (`Scene::resolvable_speed`): energy has run away, and
     /// the run stops rather than stall.
     #[error(
         "speeds ran away at t = {time} s: a penalty layer sped {vertex} to {speed:.3e} cm/s, \
@@ -128,7 +128,7 @@ pub enum RunError {
         limit: f64,
     },
     /// A force tick sped a free vertex past the fastest speed contact can resolve
-    /// ([`Scene::resolvable_speed`](crate::Scene::resolvable_speed)): a pair could then cross a layer between two instants of
+    /// (`Scene::resolvable_speed`): a pair could then cross a layer between two instants of
     /// the broad phase's time resolution unseen, so the run stops first.
     #[error(
         "too fast at t = {time} s: {force} sped {vertex} to {speed:.3e} cm/s, beyond the \
@@ -256,7 +256,7 @@ pub enum SteerError {
         /// The vertex.
         vertex: usize,
     },
-    /// Faster than contact can resolve in the scene ([`crate::Simulation::speed_limit`]).
+    /// Faster than contact can resolve in the scene (`crate::Simulation::speed_limit`).
     #[error(
         "the speed of vertex {vertex}, {speed:.3e} cm/s, is beyond the {limit:.3e} cm/s contact \
          can resolve in this scene"

@@ -44,7 +44,7 @@ pub(crate) use zone;
 
 /// Most zone records a trace keeps in full; later zones still count in the per-name totals.
 /// (A 1 s drape opens tens of millions of zones; their records would fill gigabytes.)
-pub const TRACE_RECORD_LIMIT: usize = 2_000_000;
+pub(crate) const TRACE_RECORD_LIMIT: usize = 2_000_000;
 
 static TRACING: AtomicBool = AtomicBool::new(false);
 static TRACE: Mutex<Option<Trace>> = Mutex::new(None);
@@ -134,7 +134,7 @@ pub struct ZoneTotal {
 
 /// A profiling zone (see the module docs); closes when dropped. Open one with `zone!`.
 #[must_use = "a zone closes when the guard drops"]
-pub struct Zone {
+pub(crate) struct Zone {
     /// The Tracy span.
     #[cfg(feature = "profile-tracy")]
     pub(crate) _tracy: tracy_client::Span,

@@ -4,7 +4,7 @@
 //! A vertex therefore stores where it was at its own clock (`x[i]` at time `t[i]`) and its
 //! velocity `v[i]`; its position at any later time `s` is `x[i] + (s - t[i]) * v[i]`
 //! ([`VertexState::position_at`]). Reading a position never writes: only an event that changes a
-//! vertex's velocity re-bases it ([`VertexState::rebase`]). This is what lets certificates and
+//! vertex's velocity re-bases it (`VertexState::rebase`). This is what lets certificates and
 //! snapshots run in any order, and on any thread, without changing a bit of the trajectory.
 //!
 //! The arrays are parallel (one entry per vertex) rather than an array of vertex structs, because
@@ -74,7 +74,7 @@ impl VertexState {
 
     /// Moves vertex `i`'s reference point to time `s` (called only before its velocity changes).
     #[inline]
-    pub fn rebase(&mut self, i: usize, s: f64) {
+    pub(crate) fn rebase(&mut self, i: usize, s: f64) {
         self.x[i] += (s - self.t[i]) * self.v[i];
         self.t[i] = s;
     }
@@ -82,7 +82,7 @@ impl VertexState {
     /// Applies an impulse to vertex `i` at time `s`: re-bases it and changes its velocity by
     /// `inv_mass * impulse`. Does nothing (writes nothing) when the velocity would not change.
     #[inline]
-    pub fn apply_impulse(&mut self, i: usize, s: f64, impulse: DVec3) {
+    pub(crate) fn apply_impulse(&mut self, i: usize, s: f64, impulse: DVec3) {
         let dv = self.inv_mass[i] * impulse;
         if dv != DVec3::ZERO {
             self.rebase(i, s);
@@ -94,7 +94,7 @@ impl VertexState {
     /// velocity `dv(i, w)`, re-based first; vertices with zero inverse mass or a zero change are
     /// not written. Returns the largest squared speed of the vertices it changed
     /// ([`faster`]: NaN if one is NaN).
-    pub fn kick_all(&mut self, s: f64, dv: impl Fn(usize, f64) -> DVec3 + Sync) -> f64 {
+    pub(crate) fn kick_all(&mut self, s: f64, dv: impl Fn(usize, f64) -> DVec3 + Sync) -> f64 {
         let inv_mass = &self.inv_mass;
         let task = || zone!("force_task");
         self.x
@@ -120,19 +120,23 @@ impl VertexState {
     }
 
     /// The largest squared speed of `vertices` ([`faster`]: NaN if one is NaN); 0 for none.
-    pub fn fastest(&self, vertices: impl IntoIterator<Item = u32>) -> f64 {
+    pub(crate) fn fastest(&self, vertices: impl IntoIterator<Item = u32>) -> f64 {
         (vertices.into_iter())
             .map(|i| self.v[i as usize].length_squared())
             .fold(0.0, faster)
     }
 
     /// The first of `vertices` whose speed is beyond `limit` or no number ([`beyond`]).
-    pub fn first_beyond(&self, vertices: impl IntoIterator<Item = u32>, limit: f64) -> Option<u32> {
+    pub(crate) fn first_beyond(
+        &self,
+        vertices: impl IntoIterator<Item = u32>,
+        limit: f64,
+    ) -> Option<u32> {
         (vertices.into_iter()).find(|&i| beyond(self.v[i as usize].length_squared(), limit))
     }
 
     /// Writes every vertex's position at time `s` into `out` (resized to fit).
-    pub fn positions_at(&self, s: f64, out: &mut Vec<DVec3>) {
+    pub(crate) fn positions_at(&self, s: f64, out: &mut Vec<DVec3>) {
         out.clear();
         out.extend((0..self.len()).map(|i| self.position_at(i, s)));
     }
@@ -140,7 +144,7 @@ impl VertexState {
     /// The columns a kick writes, cut into consecutive vertex ranges at the ascending indices
     /// `at`: view `k` holds the vertices from `at[k - 1]` (0 for the first) to `at[k]` (the
     /// last vertex for the last), so threads can kick the vertices of different views at once.
-    pub fn kick_views(&mut self, at: &[usize]) -> Vec<KickView<'_>> {
+    pub(crate) fn kick_views(&mut self, at: &[usize]) -> Vec<KickView<'_>> {
         let n = self.len();
         let (mut x, mut t, mut v) = (&mut self.x[..], &mut self.t[..], &mut self.v[..]);
         let mut inv_mass = &self.inv_mass[..];
@@ -174,14 +178,14 @@ impl VertexState {
 /// bits order those numbers as `f64` does and put every NaN above `+inf`, so one integer
 /// maximum, without branches, does it.
 #[inline]
-pub fn faster(a: f64, b: f64) -> f64 {
+pub(crate) fn faster(a: f64, b: f64) -> f64 {
     debug_assert!(!(a < 0.0 || b < 0.0) && a.to_bits() != (-0.0f64).to_bits());
     f64::from_bits(a.to_bits().max(b.to_bits()))
 }
 
 /// The length of `v` for messages: no square overflows, so a speed of 1e200 reads as such,
 /// not as infinity; NaN if a component is NaN.
-pub fn speed(v: DVec3) -> f64 {
+pub(crate) fn speed(v: DVec3) -> f64 {
     let largest = v.abs().max_element();
     if largest > 0.0 && largest.is_finite() {
         largest * (v / largest).length()
@@ -192,14 +196,14 @@ pub fn speed(v: DVec3) -> f64 {
 
 /// Whether a squared speed is beyond the speed `limit`, or no number.
 #[inline]
-pub fn beyond(squared: f64, limit: f64) -> bool {
+pub(crate) fn beyond(squared: f64, limit: f64) -> bool {
     squared.is_nan() || squared > limit * limit
 }
 
 /// The columns a kick writes for one range of consecutive vertices
 /// ([`VertexState::kick_views`]).
 #[derive(Debug)]
-pub struct KickView<'a> {
+pub(crate) struct KickView<'a> {
     first: usize,
     x: &'a mut [DVec3],
     t: &'a mut [f64],
@@ -210,14 +214,14 @@ pub struct KickView<'a> {
 impl KickView<'_> {
     /// The velocity of vertex `i`, which must be in the view's range.
     #[inline]
-    pub fn velocity(&self, i: usize) -> DVec3 {
+    pub(crate) fn velocity(&self, i: usize) -> DVec3 {
         self.v[i - self.first]
     }
 
     /// [`VertexState::apply_impulse`] for vertex `i`, which must be in the view's range.
     /// Returns the vertex's new squared speed, or 0 if its velocity did not change.
     #[inline]
-    pub fn apply_impulse(&mut self, i: usize, s: f64, impulse: DVec3) -> f64 {
+    pub(crate) fn apply_impulse(&mut self, i: usize, s: f64, impulse: DVec3) -> f64 {
         let k = i - self.first;
         let dv = self.inv_mass[k] * impulse;
         if dv == DVec3::ZERO {

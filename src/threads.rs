@@ -2,12 +2,12 @@
 //! `--threads` and the Python module's `threads` argument.
 
 /// Most worker threads per logical core: more only add start-up time and memory.
-pub const THREADS_PER_CORE: usize = 4;
+pub(crate) const THREADS_PER_CORE: usize = 4;
 /// A thread count up to this is accepted on any machine (to check determinism on a small one).
-pub const THREADS_ALWAYS_ALLOWED: usize = 64;
+pub(crate) const THREADS_ALWAYS_ALLOWED: usize = 64;
 
 /// Checks a requested number of worker threads (`None`: one per core): at least 1 and at most
-/// [`THREADS_PER_CORE`] per logical core or [`THREADS_ALWAYS_ALLOWED`], whichever is larger.
+/// `THREADS_PER_CORE` per logical core or `THREADS_ALWAYS_ALLOWED`, whichever is larger.
 /// The error message names the setting `name` (`--threads`, `threads`).
 pub fn check_thread_count(name: &str, threads: Option<usize>) -> Result<(), String> {
     if threads == Some(0) {

@@ -96,14 +96,15 @@ impl AuditReport {
         }
     }
 
+    #[cfg(test)]
     /// `true` when no audited pair intersects.
-    pub fn is_clean(&self) -> bool {
+    pub(crate) fn is_clean(&self) -> bool {
         self.intersecting_pairs == 0
     }
 
     /// Folds `other` into `self` (frames and pairs add up, minimum distance and first bad pair
     /// take the minimum). The result does not depend on the order of merging.
-    pub fn merge(&mut self, other: &AuditReport) {
+    pub(crate) fn merge(&mut self, other: &AuditReport) {
         self.frames += other.frames;
         self.intersecting_pairs += other.intersecting_pairs;
         self.min_distance = self.min_distance.min(other.min_distance);
@@ -174,9 +175,10 @@ pub fn audit_frame(
     Ok(report)
 }
 
+#[cfg(test)]
 /// Audits a sequence of configurations of one mesh, numbering frames from 0; stops at the first
 /// error.
-pub fn audit_sequence<'a, I>(
+pub(crate) fn audit_sequence<'a, I>(
     frames: I,
     triangles: &[[u32; 3]],
     cutoff: f64,

@@ -10,7 +10,7 @@ use super::intersection::triangles_intersect;
 use glam::DVec3;
 
 /// Distance from `p` to the closed segment `ab` (a point when `a == b`).
-pub fn point_segment_distance(p: DVec3, a: DVec3, b: DVec3) -> f64 {
+pub(crate) fn point_segment_distance(p: DVec3, a: DVec3, b: DVec3) -> f64 {
     let d = b - a;
     let dd = d.length_squared();
     let t = if dd > 0.0 {
@@ -45,7 +45,7 @@ pub fn point_triangle_distance(p: DVec3, tri: [DVec3; 3]) -> f64 {
 
 /// Distance between the closed segments `p0 p1` and `q0 q1` (either may have zero length;
 /// parallel segments are fine).
-pub fn segment_segment_distance(p0: DVec3, p1: DVec3, q0: DVec3, q1: DVec3) -> f64 {
+pub(crate) fn segment_segment_distance(p0: DVec3, p1: DVec3, q0: DVec3, q1: DVec3) -> f64 {
     // The minimum is attained at an endpoint of one segment, or at interior points of both
     // where the connecting vector is perpendicular to both directions (non-parallel case).
     let mut best = point_segment_distance(p0, q0, q1)

@@ -63,7 +63,7 @@ impl Simulation {
     /// ([`crate::scene::SpeedLimit`]), infinite without contact. A force tick that makes a free vertex faster
     /// stops the run with [`RunError::TooFast`]; [`Self::set_velocity`] refuses faster
     /// velocities.
-    pub fn speed_limit(&self) -> f64 {
+    pub(crate) fn speed_limit(&self) -> f64 {
         self.event_loop.speed_limit.at(self.event_loop.time)
     }
 
@@ -71,7 +71,7 @@ impl Simulation {
     ///
     /// # Errors
     /// [`SteerError`]: the vertex is missing, fixed, or scripted with a key still to come, or
-    /// the velocity is not finite or faster than [`Self::speed_limit`].
+    /// the velocity is not finite or faster than `Self::speed_limit`.
     pub fn check_velocity(&self, vertex: usize, velocity: DVec3) -> Result<(), SteerError> {
         let state = &self.event_loop.model.state;
         if vertex >= state.len() {
@@ -133,7 +133,7 @@ impl Simulation {
     /// The time of the next key of the script that moves `vertex`, while one is still to
     /// come: a velocity set on the vertex before then ([`Self::set_velocity`]) is replaced at
     /// that key. `None` for a vertex no script moves, or once its script's last key has passed.
-    pub fn next_script_key(&self, vertex: usize) -> Option<f64> {
+    pub(crate) fn next_script_key(&self, vertex: usize) -> Option<f64> {
         let vertex = u32::try_from(vertex).ok()?;
         self.event_loop
             .model

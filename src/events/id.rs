@@ -7,11 +7,11 @@ pub struct EventId(pub u32);
 
 impl EventId {
     /// The reserved "no such event" value.
-    pub const INVALID: Self = Self(u32::MAX);
+    pub(crate) const INVALID: Self = Self(u32::MAX);
 
     /// Wraps a raw index.
     #[inline]
-    pub const fn new(index: u32) -> Self {
+    pub(crate) const fn new(index: u32) -> Self {
         Self(index)
     }
 
@@ -24,13 +24,13 @@ impl EventId {
 
     /// The index as `usize`, for slicing.
     #[inline]
-    pub const fn index(self) -> usize {
+    pub(crate) const fn index(self) -> usize {
         self.0 as usize
     }
 
     /// Whether this is a real id rather than [`Self::INVALID`].
     #[inline]
-    pub const fn is_valid(self) -> bool {
+    pub(crate) const fn is_valid(self) -> bool {
         self.0 != u32::MAX
     }
 }

@@ -67,7 +67,7 @@ pub trait Slots: Clone + std::fmt::Debug + Default {
     fn set(&mut self, id: u32, slot: u32);
     /// Marks `id` as not queued.
     fn unset(&mut self, id: u32);
-    /// How many ids are marked queued (for [`EventQueue::check_invariants`]).
+    /// How many ids are marked queued (for `EventQueue::check_invariants`).
     fn queued(&self) -> usize;
 }
 
@@ -150,15 +150,15 @@ impl Slots for SparseSlots {
 /// event time mapped to an order-preserving `u64` bit pattern; comparisons are integer compares
 /// on `(key, id)`, so the D children of a slot are one or two cache lines. `pos` ([`Slots`]:
 /// an array indexed by id by default, or a hash map) gives each queued id's slot in `heap`. It makes
-/// [`contains`](Self::contains) and [`time_of`](Self::time_of) O(1) and
-/// [`update`](Self::update) and [`remove`](Self::remove) O(log n).
+/// `contains` and `time_of` O(1) and
+/// [`update`](Self::update) and `remove` O(log n).
 ///
 /// Order: the earliest time first; equal times pop by increasing id, so the order is fully
 /// deterministic and depends only on the queue's contents, never on the history of operations.
 ///
 /// Times must not be NaN (checked by `debug_assert`). `+inf` is allowed (an event that never
 /// fires, kept queued) and so are negative times. `-0.0` is stored as `+0.0`, so
-/// [`time_of`](Self::time_of) and [`pop`](Self::pop) return `+0.0` for it.
+/// `time_of` and [`pop`](Self::pop) return `+0.0` for it.
 ///
 /// Memory is only allocated when the heap or the largest id grows; in steady state no operation
 /// allocates. `D` must be at least 2 (checked at compile time). The default is 8: on the
@@ -180,7 +180,7 @@ impl<const D: usize, S: Slots> EventQueue<D, S> {
     const ARITY_OK: () = assert!(D >= 2, "EventQueue arity D must be at least 2");
 
     /// An empty queue.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::ARITY_OK;
         Self {
@@ -225,7 +225,7 @@ impl<const D: usize, S: Slots> EventQueue<D, S> {
     }
 
     /// Removes `id` from the queue; returns whether it was queued.
-    pub fn remove(&mut self, id: EventId) -> bool {
+    pub(crate) fn remove(&mut self, id: EventId) -> bool {
         let slot = self.slot_of(id);
         if slot == NONE {
             return false;
@@ -261,7 +261,7 @@ impl<const D: usize, S: Slots> EventQueue<D, S> {
 
     /// The earliest event, without removing it.
     #[inline]
-    pub fn peek(&self) -> Option<(EventId, f64)> {
+    pub(crate) fn peek(&self) -> Option<(EventId, f64)> {
         self.heap
             .first()
             .map(|e| (EventId(e.id()), key_to_time(e.key())))
@@ -269,7 +269,7 @@ impl<const D: usize, S: Slots> EventQueue<D, S> {
 
     /// The time `id` is queued at, or `None` if it is not queued.
     #[inline]
-    pub fn time_of(&self, id: EventId) -> Option<f64> {
+    pub(crate) fn time_of(&self, id: EventId) -> Option<f64> {
         match self.slot_of(id) {
             NONE => None,
             s => Some(key_to_time(self.heap[s as usize].key())),
@@ -277,25 +277,25 @@ impl<const D: usize, S: Slots> EventQueue<D, S> {
     }
 
     /// Whether `id` is queued.
-    #[inline]
-    pub fn contains(&self, id: EventId) -> bool {
+    #[cfg(test)]
+    pub(crate) fn contains(&self, id: EventId) -> bool {
         self.slot_of(id) != NONE
+    }
+
+    /// Whether no event is queued.
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.heap.is_empty()
     }
 
     /// Number of queued events.
     #[inline]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.heap.len()
     }
 
-    /// Whether no event is queued.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
-    }
-
     /// Removes every event, keeping the allocated memory. O(len).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         for e in &self.heap {
             self.pos.unset(e.id());
         }
@@ -313,7 +313,7 @@ impl<const D: usize, S: Slots> EventQueue<D, S> {
     /// Small batches are applied one by one; a batch large against the queue (more than about
     /// `len / log2(len)` pairs) writes all keys in place and rebuilds the heap in O(len), which
     /// is cheaper than that many O(log len) sifts.
-    pub fn update_batch(&mut self, updates: &[(EventId, f64)]) {
+    pub(crate) fn update_batch(&mut self, updates: &[(EventId, f64)]) {
         let n = self.heap.len() + 1;
         let log_n = (usize::BITS - n.leading_zeros()) as usize;
         if updates.len().saturating_mul(log_n) <= n {
@@ -338,10 +338,11 @@ impl<const D: usize, S: Slots> EventQueue<D, S> {
         self.heapify();
     }
 
+    #[cfg(test)]
     /// Checks the heap order and the consistency of the position array; panics on a violation.
     ///
     /// O(len + largest id) with [`DenseSlots`]. For tests and debugging.
-    pub fn check_invariants(&self) {
+    pub(crate) fn check_invariants(&self) {
         for (i, e) in self.heap.iter().enumerate() {
             assert_eq!(self.pos.get(e.id()) as usize, i, "pos[{}] != slot", e.id());
             assert!(!key_to_time(e.key()).is_nan(), "NaN time in heap");

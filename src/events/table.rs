@@ -4,7 +4,7 @@ use super::EventId;
 
 /// What an event does; drives dispatch in the engine.
 ///
-/// The event's payload (see [`EventTable::payload`]) is an index into the table of the subsystem
+/// The event's payload (see `EventTable::payload`) is an index into the table of the subsystem
 /// that owns this kind of event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -26,7 +26,7 @@ pub enum EventKind {
 /// A reference to an event: its slot id plus the slot's generation when the handle was made.
 ///
 /// Slots are reused after removal with a bumped generation, so a handle to a removed event is
-/// detected as stale ([`EventTable::is_live`] returns `false`) rather than silently aliasing the
+/// detected as stale (`EventTable::is_live` returns `false`) rather than silently aliasing the
 /// slot's new occupant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct EventHandle {
@@ -44,13 +44,13 @@ pub struct StaleHandle(pub EventHandle);
 /// The table of all events, a structure of arrays indexed by [`EventId`].
 ///
 /// Layout: `kind[i]`, `payload[i]`, `generation[i]` and `live[i]` describe slot `i`; the arrays
-/// always have the same length, [`capacity_ids`](Self::capacity_ids), the number of slots ever
+/// always have the same length, `capacity_ids`, the number of slots ever
 /// allocated. Dispatch reads only `kind` and `payload`, handle checks only `generation` and
 /// `live`, so each access touches one or two small dense arrays (1 + 4 bytes per event on the
 /// dispatch path) instead of a padded row struct. Event *times* are not stored here: they live in
 /// the [`EventQueue`](super::EventQueue), the only place that orders them.
 ///
-/// Removed slots go on a LIFO free list and are reused by the next [`insert`](Self::insert),
+/// Removed slots go on a LIFO free list and are reused by the next `insert`,
 /// which bumps the slot's generation so old handles become stale. A slot whose generation would
 /// wrap around is retired instead of reused, so a stale handle can never alias a new event.
 #[derive(Clone, Debug, Default)]
@@ -65,12 +65,13 @@ pub struct EventTable {
 
 impl EventTable {
     /// An empty table.
-    pub fn new() -> Self {
+    #[cfg(test)]
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// An empty table with room for `n` slots before reallocating.
-    pub fn with_capacity(n: usize) -> Self {
+    pub(crate) fn with_capacity(n: usize) -> Self {
         Self {
             kind: Vec::with_capacity(n),
             payload: Vec::with_capacity(n),
@@ -85,7 +86,7 @@ impl EventTable {
     ///
     /// Reuses the most recently freed slot (LIFO) with its generation bumped by one; otherwise
     /// appends a new slot with generation 0.
-    pub fn insert(&mut self, kind: EventKind, payload: u32) -> EventHandle {
+    pub(crate) fn insert(&mut self, kind: EventKind, payload: u32) -> EventHandle {
         let Some(slot) = self.free.pop() else {
             return self.insert_fresh(kind, payload);
         };
@@ -105,7 +106,7 @@ impl EventTable {
     /// Adds an event in a new slot, never a reused one, so its id is larger than every id issued
     /// before. Long-lived events whose same-time order must not depend on history (penalty
     /// layers: layer `l + 1` always pops after layer `l`) take their ids from here.
-    pub fn insert_fresh(&mut self, kind: EventKind, payload: u32) -> EventHandle {
+    pub(crate) fn insert_fresh(&mut self, kind: EventKind, payload: u32) -> EventHandle {
         self.n_live += 1;
         let id = EventId::from_usize(self.kind.len());
         self.kind.push(kind);
@@ -118,7 +119,7 @@ impl EventTable {
     /// Removes the event `h` refers to, freeing its slot for reuse.
     ///
     /// Returns [`StaleHandle`] (and changes nothing) if `h` is stale or was never issued.
-    pub fn remove(&mut self, h: EventHandle) -> Result<(), StaleHandle> {
+    pub(crate) fn remove(&mut self, h: EventHandle) -> Result<(), StaleHandle> {
         if !self.is_live(h) {
             return Err(StaleHandle(h));
         }
@@ -134,14 +135,15 @@ impl EventTable {
 
     /// Whether `h` refers to an event that still exists.
     #[inline]
-    pub fn is_live(&self, h: EventHandle) -> bool {
+    pub(crate) fn is_live(&self, h: EventHandle) -> bool {
         let i = h.id.index();
         i < self.live.len() && self.live[i] && self.generation[i] == h.generation
     }
 
+    #[cfg(test)]
     /// Whether slot `id` currently holds an event (whatever its generation).
     #[inline]
-    pub fn is_live_id(&self, id: EventId) -> bool {
+    pub(crate) fn is_live_id(&self, id: EventId) -> bool {
         self.live.get(id.index()).copied().unwrap_or(false)
     }
 
@@ -149,7 +151,7 @@ impl EventTable {
     ///
     /// Panics if `id` was never allocated.
     #[inline]
-    pub fn kind(&self, id: EventId) -> EventKind {
+    pub(crate) fn kind(&self, id: EventId) -> EventKind {
         self.kind[id.index()]
     }
 
@@ -157,7 +159,7 @@ impl EventTable {
     ///
     /// Panics if `id` was never allocated.
     #[inline]
-    pub fn payload(&self, id: EventId) -> u32 {
+    pub(crate) fn payload(&self, id: EventId) -> u32 {
         self.payload[id.index()]
     }
 
@@ -165,7 +167,7 @@ impl EventTable {
     ///
     /// Panics if `id` was never allocated.
     #[inline]
-    pub fn generation(&self, id: EventId) -> u32 {
+    pub(crate) fn generation(&self, id: EventId) -> u32 {
         self.generation[id.index()]
     }
 
@@ -173,29 +175,30 @@ impl EventTable {
     ///
     /// Panics if `id` was never allocated.
     #[inline]
-    pub fn handle(&self, id: EventId) -> EventHandle {
+    pub(crate) fn handle(&self, id: EventId) -> EventHandle {
         EventHandle {
             id,
             generation: self.generation(id),
         }
     }
 
-    /// Number of live events.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.n_live
-    }
-
     /// Whether there are no live events.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.n_live == 0
     }
 
+    /// Number of live events.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.n_live
+    }
+
+    #[cfg(test)]
     /// Number of slots ever allocated; every [`EventId`] issued is below this. Size per-event
     /// side arrays (such as the queue's position array) with it.
     #[inline]
-    pub fn capacity_ids(&self) -> usize {
+    pub(crate) fn capacity_ids(&self) -> usize {
         self.kind.len()
     }
 }

@@ -39,7 +39,7 @@
 //!
 //! # Energy
 //!
-//! `V = kb (theta - theta0)^2 weight` with `weight = |e0| / h0` from [`rest_weight`] (`h0` one third of
+//! `V = kb (theta - theta0)^2 weight` with `weight = |e0| / h0` from `rest_weight` (`h0` one third of
 //! the sum of the two rest heights over the edge). Angle differences are wrapped into `(-pi, pi]`, so a
 //! hinge folding through `theta = pi` sees a continuous force (identical to the plain difference
 //! whenever `|theta - theta0| <= pi`).
@@ -48,7 +48,7 @@
 //!
 //! The angle's gradient grows as `1/h` of a wing's current height, so a wing squeezed towards its
 //! edge (a triangle compressed in its plane) stiffens the hinge as `1/h^2`. Asynchronous
-//! integrators keep each force's clock fixed (the one stable at rest, [`stable_step`]), and the
+//! integrators keep each force's clock fixed (the one stable at rest, `stable_step`), and the
 //! default `integrator.safety = 0.5` leaves room for 4 times the rest stiffness: a wing pressed
 //! below half its rest height runs its hinge past stability, which pumps energy into its vertices
 //! (a crushed shell's wings went to a tenth of their height, 84 times the stiffness, and it blew
@@ -72,9 +72,9 @@
 //! # Degenerate hinges
 //!
 //! If a wing's height is at most `1e-12 |e|` (a zero-area triangle at round-off level, including a
-//! zero-length edge), the hinge has no well-defined angle gradient: [`angle_gradient`] and every
+//! zero-length edge), the hinge has no well-defined angle gradient: `angle_gradient` and every
 //! gradient/impulse of this module return zero vectors for that hinge (never NaN), and
-//! [`signed_angle`] stays finite.
+//! `signed_angle` stays finite.
 
 use glam::DVec3;
 use std::f64::consts::{PI, TAU};
@@ -119,9 +119,9 @@ fn angle_and_gradient(x: [DVec3; 4]) -> (f64, [DVec3; 4]) {
 /// A hinge's rest shape, which its energy measures the bent shape against.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HingeRest {
-    /// Rest dihedral angle `theta0` ([`signed_angle`]).
+    /// Rest dihedral angle `theta0` (`signed_angle`).
     pub angle: f64,
-    /// Rest `|e0| / h0` ([`rest_weight`]).
+    /// Rest `|e0| / h0` (`rest_weight`).
     pub weight: f64,
     /// Rest heights `[hA0, hB0]` of the two wings over the edge (see the module docs), in `f32`
     /// (8 bytes a hinge less), rounded down.
@@ -130,7 +130,7 @@ pub struct HingeRest {
 
 impl HingeRest {
     /// The rest shape of the hinge at positions `x`.
-    pub fn of(x: [DVec3; 4]) -> Self {
+    pub(crate) fn of(x: [DVec3; 4]) -> Self {
         let (_, e2, na, nb) = frame(x[0], x[1], x[2], x[3]);
         let el = e2.sqrt();
         let height = |n: DVec3| {
@@ -245,7 +245,7 @@ fn bend(x: [DVec3; 4], rest: &HingeRest) -> Bent {
 /// The wing softening `Phi` of the hinge at `x` (module docs): 1 unless a wing is below three
 /// quarters of its rest height.
 #[inline]
-pub fn softening(x: [DVec3; 4], rest: &HingeRest) -> f64 {
+pub(crate) fn softening(x: [DVec3; 4], rest: &HingeRest) -> f64 {
     let (_, e2, na, nb) = frame(x[0], x[1], x[2], x[3]);
     let el = e2.sqrt();
     let (phi_a, _) = wing_softening(na.length_squared(), e2, el, rest.heights[0]);
@@ -270,7 +270,7 @@ fn softened_square_gradient(bent: &Bent, d: f64) -> [DVec3; 4] {
 /// docs for the sign: positive when convex w.r.t. the normals, 0 for a flat sheet). Robust for all
 /// angles (atan2 of the full sine and cosine terms); `0` for a degenerate hinge.
 #[inline]
-pub fn signed_angle(x0: DVec3, x1: DVec3, x2: DVec3, x3: DVec3) -> f64 {
+pub(crate) fn signed_angle(x0: DVec3, x1: DVec3, x2: DVec3, x3: DVec3) -> f64 {
     let (e, e2, na, nb) = frame(x0, x1, x2, x3);
     angle_of(e, e2.sqrt(), na, nb)
 }
@@ -282,7 +282,7 @@ pub fn signed_angle(x0: DVec3, x1: DVec3, x2: DVec3, x3: DVec3) -> f64 {
 /// Note: Grinspun et al. 2003 use a third of the *average* height, i.e. twice this weight; the factor
 /// is absorbed into `kb`.
 #[inline]
-pub fn rest_weight(x0: DVec3, x1: DVec3, x2: DVec3, x3: DVec3) -> f64 {
+pub(crate) fn rest_weight(x0: DVec3, x1: DVec3, x2: DVec3, x3: DVec3) -> f64 {
     let (_, e2, na, nb) = frame(x0, x1, x2, x3);
     let d = na.length() + nb.length();
     if d > 0.0 {
@@ -292,23 +292,24 @@ pub fn rest_weight(x0: DVec3, x1: DVec3, x2: DVec3, x3: DVec3) -> f64 {
     }
 }
 
+#[cfg(test)]
 /// Closed-form gradient of [`signed_angle`] w.r.t. `[x0, x1, x2, x3]` (formula in the module docs):
 /// `[(1-alpha) gA + (1-beta) gB, alpha gA + beta gB, -gA, -gB]`. Sums to zero and
 /// `sum_i x_i x grad_i = 0` to round-off. Zero for a degenerate hinge.
 #[inline]
-pub fn angle_gradient(x0: DVec3, x1: DVec3, x2: DVec3, x3: DVec3) -> [DVec3; 4] {
+pub(crate) fn angle_gradient(x0: DVec3, x1: DVec3, x2: DVec3, x3: DVec3) -> [DVec3; 4] {
     angle_and_gradient([x0, x1, x2, x3]).1
 }
 
 /// Bending energy `V = kb * weight * wrap(theta - theta0)^2 * Phi` (erg; `weight = |e0| / h0`
 /// from [`rest_weight`], `Phi` the wing softening of the module docs, `kb` in erg).
 #[inline]
-pub fn energy(x: [DVec3; 4], rest: &HingeRest, kb: f64) -> f64 {
+pub(crate) fn energy(x: [DVec3; 4], rest: &HingeRest, kb: f64) -> f64 {
     let d = wrap(signed_angle(x[0], x[1], x[2], x[3]) - rest.angle);
     kb * rest.weight * d * d * softening(x, rest)
 }
 
-/// Gradient of [`energy`]: `kb weight (2 d Phi dtheta/dx_i + d^2 dPhi/dx_i)`, `d = wrap(theta -
+/// Gradient of `energy`: `kb weight (2 d Phi dtheta/dx_i + d^2 dPhi/dx_i)`, `d = wrap(theta -
 /// theta0)`. Zero for a degenerate hinge.
 #[inline]
 pub fn gradient(x: [DVec3; 4], rest: &HingeRest, kb: f64) -> [DVec3; 4] {
@@ -318,7 +319,7 @@ pub fn gradient(x: [DVec3; 4], rest: &HingeRest, kb: f64) -> [DVec3; 4] {
 /// [`gradient`], the angle's gradient ([`angle_gradient`]) and the softening `Phi`
 /// ([`softening`]) from one evaluation of the hinge at `x` (for Gauss-Newton Hessians).
 #[inline]
-pub fn gradient_angle_gradient_and_softening(
+pub(crate) fn gradient_angle_gradient_and_softening(
     x: [DVec3; 4],
     rest: &HingeRest,
     kb: f64,
@@ -329,18 +330,25 @@ pub fn gradient_angle_gradient_and_softening(
     (g, bent.gradient, bent.softening)
 }
 
+#[cfg(test)]
 /// Position-based damping potential `W = 0.5 * c * weight * wrap(theta - prev_theta)^2 * Phi`,
 /// whose negative gradient is the damping impulse of one tick (`prev_theta`: the angle at the
 /// element's previous tick; `c` in erg*s).
 #[inline]
-pub fn damping_energy(x: [DVec3; 4], prev_theta: f64, rest: &HingeRest, c: f64) -> f64 {
+pub(crate) fn damping_energy(x: [DVec3; 4], prev_theta: f64, rest: &HingeRest, c: f64) -> f64 {
     let d = wrap(signed_angle(x[0], x[1], x[2], x[3]) - prev_theta);
     0.5 * c * rest.weight * d * d * softening(x, rest)
 }
 
+#[cfg(test)]
 /// Gradient of [`damping_energy`]. Zero for a degenerate hinge.
 #[inline]
-pub fn damping_gradient(x: [DVec3; 4], prev_theta: f64, rest: &HingeRest, c: f64) -> [DVec3; 4] {
+pub(crate) fn damping_gradient(
+    x: [DVec3; 4],
+    prev_theta: f64,
+    rest: &HingeRest,
+    c: f64,
+) -> [DVec3; 4] {
     let bent = bend(x, rest);
     let s = 0.5 * c * rest.weight;
     softened_square_gradient(&bent, wrap(bent.theta - prev_theta)).map(|gi| gi * s)
@@ -352,7 +360,7 @@ pub fn damping_gradient(x: [DVec3; 4], prev_theta: f64, rest: &HingeRest, c: f64
 /// (store it as the next `prev_theta`). Computes the angle and its gradient once. Zero impulse
 /// for a degenerate hinge.
 #[inline]
-pub fn tick_impulse(
+pub(crate) fn tick_impulse(
     x: [DVec3; 4],
     rest: &HingeRest,
     kb: f64,
@@ -398,7 +406,7 @@ pub fn tick_impulse(
 /// regular grid): the hinge moves them as soon as it bends, so its clock comes from a bound on
 /// their gradients that holds at every shape (`edge_gradient_bound`) instead of being infinite.
 #[inline]
-pub fn stable_step(
+pub(crate) fn stable_step(
     x: [DVec3; 4],
     inv_masses: [f64; 4],
     weight: f64,

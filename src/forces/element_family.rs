@@ -252,7 +252,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     ///
     /// Returns the largest squared speed of the vertices whose velocity it changed ([`faster`]:
     /// NaN if one is NaN), for the caller's speed check.
-    pub fn tick_bin(&mut self, b: usize, t: f64, h: f64, state: &mut VertexState) -> f64 {
+    pub(crate) fn tick_bin(&mut self, b: usize, t: f64, h: f64, state: &mut VertexState) -> f64 {
         let bin = &self.bins[b];
         let kernel = &self.kernel;
         let carry = &mut self.carry;
@@ -352,7 +352,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     }
 
     /// Ticks the single element `e` at time `t` with clock `h` (one classic AVI event).
-    pub fn tick_one(&mut self, e: usize, t: f64, h: f64, state: &mut VertexState) {
+    pub(crate) fn tick_one(&mut self, e: usize, t: f64, h: f64, state: &mut VertexState) {
         let stencil = self.kernel.stencil(e);
         let p = stencil.map(|i| state.position_at(i as usize, t));
         let memory = self.memory.get(e).copied().unwrap_or(UNDAMPED_MEMORY);
@@ -366,7 +366,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     }
 
     /// Total elastic energy of the family at `positions`, summed in a fixed order.
-    pub fn energy(&self, positions: &[DVec3]) -> f64 {
+    pub(crate) fn energy(&self, positions: &[DVec3]) -> f64 {
         let kernel = &self.kernel;
         let chunk_sums: Vec<f64> = (0..kernel.len())
             .into_par_iter()
@@ -384,7 +384,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
 impl ClockBin {
     /// Whether the bin touches at least half of the simulation's vertices (contact then
     /// re-times every certificate after its tick).
-    pub fn is_dense(&self) -> bool {
+    pub(crate) fn is_dense(&self) -> bool {
         self.dense
     }
 

@@ -11,7 +11,7 @@ use crate::state::{VertexKind, VertexState};
 /// One gravity tick at time `t` with clock `h`: every free vertex gains velocity `g * h`
 /// (the impulse `m g h` divided by its mass; the mass cancels exactly). Returns the largest
 /// squared speed of the vertices it kicked ([`VertexState::kick_all`]).
-pub fn gravity_tick(state: &mut VertexState, g: DVec3, t: f64, h: f64) -> f64 {
+pub(crate) fn gravity_tick(state: &mut VertexState, g: DVec3, t: f64, h: f64) -> f64 {
     let dv = g * h;
     if dv == DVec3::ZERO {
         return 0.0;
@@ -21,7 +21,7 @@ pub fn gravity_tick(state: &mut VertexState, g: DVec3, t: f64, h: f64) -> f64 {
 
 /// One vertex's gravity tick at time `t` with clock `h`: the velocity change of
 /// [`gravity_tick`] for that vertex, bit for bit.
-pub fn vertex_gravity_tick(state: &mut VertexState, i: usize, g: DVec3, t: f64, h: f64) {
+pub(crate) fn vertex_gravity_tick(state: &mut VertexState, i: usize, g: DVec3, t: f64, h: f64) {
     let dv = g * h;
     if dv != DVec3::ZERO && state.inv_mass[i] != 0.0 {
         state.rebase(i, t);
@@ -31,7 +31,7 @@ pub fn vertex_gravity_tick(state: &mut VertexState, i: usize, g: DVec3, t: f64, 
 
 /// A constant force applied to each vertex of a set during `[start, end)`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct PrescribedForce {
+pub(crate) struct PrescribedForce {
     /// Global vertex indices, sorted.
     pub vertices: Vec<u32>,
     /// Force on each vertex (dyn).
@@ -44,12 +44,12 @@ pub struct PrescribedForce {
 
 impl PrescribedForce {
     /// Whether a tick at time `t` applies the force.
-    pub fn active_at(&self, t: f64) -> bool {
+    pub(crate) fn active_at(&self, t: f64) -> bool {
         t >= self.start && t < self.end
     }
 
     /// One tick at time `t` with clock `h`: impulse `force * h` on each vertex.
-    pub fn tick(&self, state: &mut VertexState, t: f64, h: f64) {
+    pub(crate) fn tick(&self, state: &mut VertexState, t: f64, h: f64) {
         if !self.active_at(t) {
             return;
         }
@@ -61,7 +61,7 @@ impl PrescribedForce {
 
 /// Prescribed piecewise-constant velocity for a set of scripted vertices.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ScriptedMotion {
+pub(crate) struct ScriptedMotion {
     /// Global vertex indices, sorted; all have `inv_mass == 0`.
     pub vertices: Vec<u32>,
     /// `(time, velocity)` keys with strictly increasing times: from each key's time on, the
@@ -71,7 +71,7 @@ pub struct ScriptedMotion {
 
 impl ScriptedMotion {
     /// Applies key `k`: re-bases the vertices at its time and sets their velocity.
-    pub fn apply_key(&self, state: &mut VertexState, k: usize) {
+    pub(crate) fn apply_key(&self, state: &mut VertexState, k: usize) {
         let (t, velocity) = self.keys[k];
         for &i in &self.vertices {
             let i = i as usize;
@@ -90,7 +90,7 @@ impl ScriptedMotion {
 /// `-drag * m * (x(t) - x(t_prev))`, the displacement since the previous drag tick, so the order
 /// of simultaneous events never changes it. It removes momentum (it models the surrounding air).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Drag {
+pub(crate) struct Drag {
     /// Global vertex indices (free vertices of objects with `drag > 0`), sorted.
     pub vertices: Vec<u32>,
     /// Per vertex: `drag * m` (g/s).
@@ -101,19 +101,19 @@ pub struct Drag {
 
 impl Drag {
     /// Whether no vertex has drag.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.vertices.is_empty()
     }
 
     /// Adds vertex `i` with drag rate `drag` (1/s) and mass `mass`, starting at `position`.
-    pub fn push(&mut self, i: u32, drag: f64, mass: f64, position: DVec3) {
+    pub(crate) fn push(&mut self, i: u32, drag: f64, mass: f64, position: DVec3) {
         self.vertices.push(i);
         self.coefficient.push(drag * mass);
         self.previous.push(position);
     }
 
     /// One drag tick at time `t`.
-    pub fn tick(&mut self, state: &mut VertexState, t: f64) {
+    pub(crate) fn tick(&mut self, state: &mut VertexState, t: f64) {
         for k in 0..self.vertices.len() {
             let i = self.vertices[k] as usize;
             let now = state.position_at(i, t);
@@ -125,7 +125,7 @@ impl Drag {
 
     /// The drag potential-free dissipation is stable for clocks below `1 / drag`; this returns
     /// the largest rate over all vertices (1/s), or 0.
-    pub fn max_rate(&self, state: &VertexState) -> f64 {
+    pub(crate) fn max_rate(&self, state: &VertexState) -> f64 {
         self.vertices
             .iter()
             .zip(&self.coefficient)

@@ -25,7 +25,7 @@ pub struct Materials {
 
 impl Materials {
     /// Appends an element with `stiffness` and `damping`.
-    pub fn push(&mut self, stiffness: f64, damping: f64) {
+    pub(crate) fn push(&mut self, stiffness: f64, damping: f64) {
         let table = &mut self.table;
         let entry = *self
             .lookup
@@ -44,13 +44,9 @@ impl Materials {
     }
 
     /// Number of elements.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    /// Whether there are no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Element `e`'s `(stiffness, damping)`.
@@ -71,18 +67,18 @@ impl Materials {
 
     /// The damping coefficient of element `e`.
     #[inline]
-    pub fn damping(&self, e: usize) -> f64 {
+    pub(crate) fn damping(&self, e: usize) -> f64 {
         self.of(e).1
     }
 
     /// Whether any element's damping coefficient is nonzero.
-    pub fn damped(&self) -> bool {
+    pub(crate) fn damped(&self) -> bool {
         self.table.iter().any(|&(_, c)| c != 0.0)
     }
 
     /// The same elements in a new order: element `i` of the result is element `order[i]`. The
     /// result keeps no lookup: it is built to be read (elements pushed to it get new entries).
-    pub fn permuted(&self, order: &[u32]) -> Self {
+    pub(crate) fn permuted(&self, order: &[u32]) -> Self {
         let index = if self.index.is_empty() {
             Vec::new()
         } else {

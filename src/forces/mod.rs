@@ -7,11 +7,11 @@
 //! forces on vertex sets) are linear potentials: any clock is stable.
 //!
 //! The pure per-element kernels are in [`spring`] and [`bending`]; [`ElementFamily`] runs them
-//! over a table; [`external`] holds the linear forces.
+//! over a table; `external` holds the linear forces.
 
 pub mod bending;
 mod element_family;
-pub mod external;
+pub(crate) mod external;
 mod hinges;
 mod materials;
 pub mod spring;

@@ -30,12 +30,12 @@ fn length_dir(x0: DVec3, x1: DVec3) -> (f64, DVec3) {
 
 /// Elastic energy `V = 0.5 * k * (|x1 - x0| - rest)^2 / rest` (erg).
 #[inline]
-pub fn energy(x0: DVec3, x1: DVec3, rest: f64, k: f64) -> f64 {
+pub(crate) fn energy(x0: DVec3, x1: DVec3, rest: f64, k: f64) -> f64 {
     let d = (x1 - x0).length() - rest;
     0.5 * k * d * d / rest
 }
 
-/// Gradient of [`energy`] for both ends, `[dV/dx0, dV/dx1]`, with
+/// Gradient of `energy` for both ends, `[dV/dx0, dV/dx1]`, with
 /// `dV/dx1 = k * (l - rest) / rest * u` and `dV/dx0 = -dV/dx1` (computed once and negated, so the
 /// sum is exactly zero). Zero for a zero-length edge.
 #[inline]
@@ -45,19 +45,27 @@ pub fn gradient(x0: DVec3, x1: DVec3, rest: f64, k: f64) -> [DVec3; 2] {
     [-g1, g1]
 }
 
+#[cfg(test)]
 /// Position-based damping potential `W = 0.5 * c * (|x1 - x0| - prev_len)^2 / rest`, whose negative
 /// gradient is the damping impulse of one tick (`c`: damping coefficient in g*cm/s; `prev_len`: edge
 /// length at the element's previous tick).
 #[inline]
-pub fn damping_energy(x0: DVec3, x1: DVec3, prev_len: f64, rest: f64, c: f64) -> f64 {
+pub(crate) fn damping_energy(x0: DVec3, x1: DVec3, prev_len: f64, rest: f64, c: f64) -> f64 {
     let d = (x1 - x0).length() - prev_len;
     0.5 * c * d * d / rest
 }
 
+#[cfg(test)]
 /// Gradient of [`damping_energy`], `[dW/dx0, dW/dx1]` with
 /// `dW/dx1 = c * (l - prev_len) / rest * u = -dW/dx0`. Zero for a zero-length edge.
 #[inline]
-pub fn damping_gradient(x0: DVec3, x1: DVec3, prev_len: f64, rest: f64, c: f64) -> [DVec3; 2] {
+pub(crate) fn damping_gradient(
+    x0: DVec3,
+    x1: DVec3,
+    prev_len: f64,
+    rest: f64,
+    c: f64,
+) -> [DVec3; 2] {
     let (l, u) = length_dir(x0, x1);
     let g1 = u * (c * (l - prev_len) / rest);
     [-g1, g1]
@@ -67,7 +75,7 @@ pub fn damping_gradient(x0: DVec3, x1: DVec3, prev_len: f64, rest: f64, c: f64) 
 /// `I1 = -(h * k * (l - rest) + c * (l - prev_len)) / rest * u`, `I0 = -I1`, together with the
 /// current length `l` (store it as the next `prev_len`). Computes `|e|` once.
 #[inline]
-pub fn tick_impulse(
+pub(crate) fn tick_impulse(
     x0: DVec3,
     x1: DVec3,
     rest: f64,
@@ -102,7 +110,7 @@ pub fn tick_impulse(
 /// infinite or `k == c == 0`. Transverse modes have stiffness `k (l - rest)/(rest l) < K` and do not
 /// tighten the bound.
 #[inline]
-pub fn stable_step(m0: f64, m1: f64, rest: f64, k: f64, c: f64, safety: f64) -> f64 {
+pub(crate) fn stable_step(m0: f64, m1: f64, rest: f64, k: f64, c: f64, safety: f64) -> f64 {
     let inv_m = m0.recip() + m1.recip();
     damped_stable_step(k / rest * inv_m, 0.5 * c / rest * inv_m, safety)
 }

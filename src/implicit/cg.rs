@@ -12,7 +12,7 @@ use super::matrix::{dot, BlockMatrix};
 
 /// How a solve ended.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CgReport {
+pub(crate) struct CgReport {
     /// Iterations taken.
     pub iterations: u32,
     /// `|b - A x| / |b|` at the end (0 for `b = 0`).
@@ -22,7 +22,7 @@ pub struct CgReport {
 /// Solves `P A P x = P b` (`P` keeps the vertices with `free[i]`) from the initial guess in `x`
 /// (whose other entries are left as they are) to relative residual `tolerance`, in at most
 /// `max_iterations` iterations.
-pub fn solve(
+pub(crate) fn solve(
     a: &BlockMatrix,
     b: &[DVec3],
     free: &[bool],

@@ -22,7 +22,7 @@ use crate::sync::primitives::{Feature, Primitives};
 
 /// Finds the contacts of a scene's triangles.
 #[derive(Clone, Debug)]
-pub struct Detector {
+pub(crate) struct Detector {
     prims: Primitives,
     delta: f64,
     gap: f64,
@@ -31,7 +31,7 @@ pub struct Detector {
 impl Detector {
     /// A detector for `triangles` over `vertex_count` vertices with safety distance `delta`;
     /// CCD reports pairs that come within a thousandth of it.
-    pub fn new(triangles: &[[u32; 3]], vertex_count: usize, delta: f64) -> Self {
+    pub(crate) fn new(triangles: &[[u32; 3]], vertex_count: usize, delta: f64) -> Self {
         Self {
             prims: Primitives::new(triangles, vertex_count),
             delta,
@@ -40,18 +40,24 @@ impl Detector {
     }
 
     /// The safety distance.
-    pub fn delta(&self) -> f64 {
+    pub(crate) fn delta(&self) -> f64 {
         self.delta
     }
 
     /// The feature pairs that can come within `delta` during the motion `x + s h v`.
-    pub fn candidates(&self, x: &[DVec3], v: &[DVec3], h: f64, inv_mass: &[f64]) -> Vec<Feature> {
+    pub(crate) fn candidates(
+        &self,
+        x: &[DVec3],
+        v: &[DVec3],
+        h: f64,
+        inv_mass: &[f64],
+    ) -> Vec<Feature> {
         let end: Vec<DVec3> = x.iter().zip(v).map(|(&p, &u)| p + h * u).collect();
         broad::candidates(&self.prims, x, &end, 0.5 * self.delta, inv_mass)
     }
 
     /// The pairs of `candidates` closer than `delta` at `x`.
-    pub fn proximity(
+    pub(crate) fn proximity(
         &self,
         candidates: &[Feature],
         x: &[DVec3],
@@ -62,7 +68,7 @@ impl Detector {
     }
 
     /// The collisions of the motion `x + s h v` among `candidates`.
-    pub fn collisions(
+    pub(crate) fn collisions(
         &self,
         candidates: &[Feature],
         x: &[DVec3],
@@ -74,7 +80,7 @@ impl Detector {
 
     /// The row of constraint `c` for a step of length `h` from `x0`, with the friction pyramid
     /// (coefficient `mu`) aligned with the relative velocity of `v_star`; multipliers zero.
-    pub fn row(
+    pub(crate) fn row(
         &self,
         c: &Constraint,
         x0: &[DVec3],

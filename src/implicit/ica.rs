@@ -29,7 +29,7 @@ use super::matrix::BlockMatrix;
 /// One contact row block: the normal constraint and its two friction directions, over four
 /// vertices with signed weights.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ContactRow {
+pub(crate) struct ContactRow {
     /// The four vertices.
     pub verts: [u32; 4],
     /// Their signed weights (`sum w_k v_k` is the relative velocity).
@@ -62,7 +62,7 @@ impl ContactRow {
 
 /// Parameters of a solve.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct IcaParams {
+pub(crate) struct IcaParams {
     /// Most outer iterations.
     pub max_outer: u32,
     /// Most inner sweeps per outer iteration.
@@ -76,7 +76,7 @@ pub struct IcaParams {
 
 /// How a solve went.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct IcaReport {
+pub(crate) struct IcaReport {
     /// Outer iterations taken.
     pub outer: u32,
     /// Inner sweeps, summed over outer iterations.
@@ -93,7 +93,7 @@ fn settled(previous: Option<f64>, now: f64, tolerance: f64) -> bool {
 /// Solves for `dv` (warm start in `dv`, which must be zero on immovable vertices) and the
 /// contacts' multipliers, given `A` (with `free` its unknown vertices) and the unconstrained
 /// velocities `v_star` (immovable entries: their given velocities).
-pub fn solve(
+pub(crate) fn solve(
     a: &BlockMatrix,
     free: &[bool],
     v_star: &[DVec3],

@@ -10,11 +10,11 @@ use rayon::prelude::*;
 
 /// Rows handled by one parallel task in products and dot products (fixed, so partial sums are
 /// grouped the same way on any number of threads).
-pub const CHUNK: usize = 1024;
+pub(crate) const CHUNK: usize = 1024;
 
 /// The block matrix (see the module docs).
 #[derive(Clone, Debug, Default)]
-pub struct BlockMatrix {
+pub(crate) struct BlockMatrix {
     /// `row_start[i]..row_start[i + 1]` are row `i`'s entries.
     row_start: Vec<usize>,
     /// Column of each entry, increasing within a row.
@@ -28,7 +28,7 @@ pub struct BlockMatrix {
 impl BlockMatrix {
     /// The pattern over `n` vertices in which the vertices of each stencil couple; every
     /// diagonal block is present. Values start at zero.
-    pub fn new<'a>(n: usize, stencils: impl Iterator<Item = &'a [u32]>) -> Self {
+    pub(crate) fn new<'a>(n: usize, stencils: impl Iterator<Item = &'a [u32]>) -> Self {
         let mut pairs: Vec<(u32, u32)> = (0..n as u32).map(|i| (i, i)).collect();
         for s in stencils {
             for &a in s {
@@ -64,22 +64,17 @@ impl BlockMatrix {
     }
 
     /// Number of block rows.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.diag.len()
     }
 
-    /// Whether the matrix has no rows.
-    pub fn is_empty(&self) -> bool {
-        self.diag.is_empty()
-    }
-
     /// Sets every value to zero.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.blocks.fill(DMat3::ZERO);
     }
 
     /// Adds `block` at `(i, j)`, which must be in the pattern.
-    pub fn add(&mut self, i: u32, j: u32, block: DMat3) {
+    pub(crate) fn add(&mut self, i: u32, j: u32, block: DMat3) {
         let (lo, hi) = (self.row_start[i as usize], self.row_start[i as usize + 1]);
         let k = lo + self.cols[lo..hi].partition_point(|&c| c < j);
         debug_assert_eq!(self.cols[k], j, "({i}, {j}) is not in the pattern");
@@ -87,13 +82,13 @@ impl BlockMatrix {
     }
 
     /// The diagonal block of row `i`.
-    pub fn diagonal(&self, i: usize) -> DMat3 {
+    pub(crate) fn diagonal(&self, i: usize) -> DMat3 {
         self.blocks[self.diag[i]]
     }
 
     /// The inverses of the diagonal blocks of the free vertices (`free[i]`; zero for the
     /// others).
-    pub fn inverse_diagonal(&self, free: &[bool]) -> Vec<DMat3> {
+    pub(crate) fn inverse_diagonal(&self, free: &[bool]) -> Vec<DMat3> {
         (0..self.len())
             .map(|i| {
                 if free[i] {
@@ -106,7 +101,7 @@ impl BlockMatrix {
     }
 
     /// The entries `(column, block)` of row `i`.
-    pub fn row(&self, i: usize) -> impl Iterator<Item = (usize, &DMat3)> {
+    pub(crate) fn row(&self, i: usize) -> impl Iterator<Item = (usize, &DMat3)> {
         let r = self.row_start[i]..self.row_start[i + 1];
         self.cols[r.clone()]
             .iter()
@@ -115,7 +110,7 @@ impl BlockMatrix {
     }
 
     /// `out = P A P x`, where `P` keeps the free vertices (`free[i]`) and zeroes the others.
-    pub fn mul_free(&self, x: &[DVec3], free: &[bool], out: &mut [DVec3]) {
+    pub(crate) fn mul_free(&self, x: &[DVec3], free: &[bool], out: &mut [DVec3]) {
         out.par_chunks_mut(CHUNK)
             .enumerate()
             .for_each(|(c, chunk)| {
@@ -135,7 +130,7 @@ impl BlockMatrix {
 }
 
 /// `sum a_i . b_i`, summed in fixed chunks (the same on any number of threads).
-pub fn dot(a: &[DVec3], b: &[DVec3]) -> f64 {
+pub(crate) fn dot(a: &[DVec3], b: &[DVec3]) -> f64 {
     let partial: Vec<f64> = a
         .par_chunks(CHUNK)
         .zip(b.par_chunks(CHUNK))

@@ -3,10 +3,10 @@
 //! and the synchronous baseline ([`crate::sync`]), for side-by-side comparison.
 //!
 //! A step from `t` to `t + h` (the paper's §4):
-//! 1. the linearized backward-Euler system `A v = b` ([`system`]) and its unconstrained
-//!    solution `v*` ([`cg`]);
-//! 2. constraints from the pairs closer than `delta` at the start ([`contacts`]);
-//! 3. **constraint manifold refinement**: solve the contact problem ([`ica`]), run continuous
+//! 1. the linearized backward-Euler system `A v = b` (`system`) and its unconstrained
+//!    solution `v*` (`cg`);
+//! 2. constraints from the pairs closer than `delta` at the start (`contacts`);
+//! 3. **constraint manifold refinement**: solve the contact problem (`ica`), run continuous
 //!    collision detection on the tentative motion `x + s h v`, add the collisions as new
 //!    constraints, repeat, at most `max_cmr_iterations` times;
 //! 4. when that does not converge, the step is redone as two halves (at most `max_halvings`
@@ -16,17 +16,17 @@
 //! 5. every vertex drifts to `x + h v`.
 //!
 //! Scripted vertices get the average velocity of their script over the step, as in the
-//! synchronous baseline. Frames, energy and the audit are shared with it ([`crate::sync::steps`]).
+//! synchronous baseline. Frames, energy and the audit are shared with it (`crate::sync::steps`).
 //! The method has no guarantee: the fail-safe can fail (two scripted objects pinching one
 //! another through the cloth); the run then stops before the step.
 
-pub mod cg;
-pub mod contacts;
+pub(crate) mod cg;
+pub(crate) mod contacts;
 #[cfg(test)]
 mod dense;
-pub mod ica;
-pub mod matrix;
-pub mod system;
+pub(crate) mod ica;
+pub(crate) mod matrix;
+pub(crate) mod system;
 
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
@@ -173,7 +173,7 @@ impl ImplicitSimulation {
     }
 
     /// The step `h` (s) before any halving.
-    pub fn step(&self) -> f64 {
+    pub(crate) fn step(&self) -> f64 {
         self.progress.clock.step()
     }
 

@@ -31,7 +31,7 @@ use crate::forces::{HingeKernel, SpringKernel};
 
 /// The forces of a model, as the implicit step reads them.
 #[derive(Clone, Copy, Debug)]
-pub struct Forces<'a> {
+pub(crate) struct Forces<'a> {
     /// Edge springs.
     pub springs: &'a SpringKernel,
     /// Bending hinges.
@@ -46,7 +46,7 @@ pub struct Forces<'a> {
 
 /// `A` and `b` of one step (see the module docs), with which vertices are unknowns.
 #[derive(Clone, Debug, Default)]
-pub struct LinearSystem {
+pub(crate) struct LinearSystem {
     /// `A`; only the rows and columns of free vertices are meaningful.
     pub matrix: BlockMatrix,
     /// `b`, on free vertices (zero on the others).
@@ -57,7 +57,7 @@ pub struct LinearSystem {
 
 impl LinearSystem {
     /// The pattern of the system of `forces` over vertices with inverse masses `inv_mass`.
-    pub fn new(forces: &Forces<'_>, inv_mass: &[f64]) -> Self {
+    pub(crate) fn new(forces: &Forces<'_>, inv_mass: &[f64]) -> Self {
         let stencils = forces
             .springs
             .ends
@@ -73,7 +73,7 @@ impl LinearSystem {
 
     /// Assembles the step of length `h` starting at time `t` from positions `x` and velocities
     /// `v` (whose immovable entries are their velocities over the step).
-    pub fn assemble(
+    pub(crate) fn assemble(
         &mut self,
         forces: &Forces<'_>,
         (x, v, mass): (&[DVec3], &[DVec3], &[f64]),

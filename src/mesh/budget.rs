@@ -4,11 +4,11 @@
 
 /// Resident bytes a simulated vertex needs at the least: the 10^6-vertex drape peaks at 956 B a
 /// vertex over its whole run, smaller scenes at more (`benches/README.md`).
-pub const BYTES_PER_VERTEX: u64 = 1024;
+pub(crate) const BYTES_PER_VERTEX: u64 = 1024;
 
 /// Why a vertex count does not fit.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TooLarge {
+pub(crate) struct TooLarge {
     /// Bytes the vertices would need (at [`BYTES_PER_VERTEX`]).
     pub needed: u64,
     /// Bytes of memory available on this machine.
@@ -31,7 +31,7 @@ impl std::fmt::Display for TooLarge {
 
 /// Checks that `vertices` simulated vertices fit in the memory available now; passes when the
 /// available memory cannot be read (not Linux).
-pub fn check_vertices(vertices: u64) -> Result<(), TooLarge> {
+pub(crate) fn check_vertices(vertices: u64) -> Result<(), TooLarge> {
     match available_bytes() {
         Some(available) => check_against(vertices, available),
         None => Ok(()),

@@ -19,7 +19,7 @@ impl<T: Copy + Default + Ord> Csr<T> {
     ///
     /// # Panics
     /// If a row index is `>= rows` or there are more than `u32::MAX` pairs (programming errors).
-    pub fn from_pairs<I>(rows: usize, pairs: I) -> Self
+    pub(crate) fn from_pairs<I>(rows: usize, pairs: I) -> Self
     where
         I: IntoIterator<Item = (u32, T)>,
         I::IntoIter: Clone,
@@ -60,20 +60,20 @@ impl<T: Copy + Default + Ord> Csr<T> {
     /// # Panics
     /// If `i >= self.rows()`.
     #[inline]
-    pub fn row(&self, i: usize) -> &[T] {
+    pub(crate) fn row(&self, i: usize) -> &[T] {
         &self.items[self.offsets[i] as usize..self.offsets[i + 1] as usize]
     }
 
     /// Number of rows.
     #[inline]
-    pub fn rows(&self) -> usize {
+    pub(crate) fn rows(&self) -> usize {
         self.offsets.len().saturating_sub(1)
     }
 }
 
 impl Csr {
     /// Per vertex of `vertices`, the indices of the `triangles` around it, ascending.
-    pub fn vertex_triangles(vertices: usize, triangles: &[[u32; 3]]) -> Self {
+    pub(crate) fn vertex_triangles(vertices: usize, triangles: &[[u32; 3]]) -> Self {
         Self::from_pairs(
             vertices,
             triangles

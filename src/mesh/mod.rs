@@ -7,7 +7,7 @@
 //! counter-clockwise seen from the side their normal points to (the "outward" or "up" side).
 //! Everything here is deterministic: the same input always gives the same arrays.
 
-pub mod budget;
+pub(crate) mod budget;
 mod csr;
 mod error;
 mod generators;
@@ -27,7 +27,7 @@ pub use tri_mesh::TriMesh;
 
 /// A triangle list (global vertex indices) shared read-only by the simulation, its broad
 /// phase and its contact topology: one copy in memory (12 bytes a triangle each otherwise).
-pub type TriangleList = std::sync::Arc<[[u32; 3]]>;
+pub(crate) type TriangleList = std::sync::Arc<[[u32; 3]]>;
 
 typed_index! {
     /// A triangle: an index into a triangle list ([`TriMesh::triangles`], [`TriangleList`]).

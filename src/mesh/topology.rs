@@ -74,14 +74,16 @@ impl Topology {
         })
     }
 
+    #[cfg(test)]
     /// Whether edge `e` lies on the boundary (has only one triangle).
     #[inline]
-    pub fn is_boundary_edge(&self, e: usize) -> bool {
+    pub(crate) fn is_boundary_edge(&self, e: usize) -> bool {
         self.edge_triangles[e][1] == NO_TRIANGLE
     }
 
+    #[cfg(test)]
     /// Number of boundary edges.
-    pub fn boundary_edge_count(&self) -> usize {
+    pub(crate) fn boundary_edge_count(&self) -> usize {
         self.edge_triangles
             .iter()
             .filter(|et| et[1] == NO_TRIANGLE)

@@ -77,7 +77,7 @@ impl TriMesh {
     ///
     /// # Panics
     /// If `t` or one of its vertex indices is out of range (validate the mesh first).
-    pub fn triangle_area(&self, t: usize) -> f64 {
+    pub(crate) fn triangle_area(&self, t: usize) -> f64 {
         let [a, b, c] = self.triangles[t];
         let (a, b, c) = (
             self.positions[a as usize],
@@ -98,11 +98,12 @@ impl TriMesh {
         )
     }
 
+    #[cfg(test)]
     /// Appends `other` (its indices offset past this mesh's vertices); returns that vertex offset.
     /// The result keeps texture coordinates only when both meshes have them.
     ///
     /// The caller is responsible for keeping the total vertex count below `u32::MAX`.
-    pub fn append(&mut self, other: &TriMesh) -> u32 {
+    pub(crate) fn append(&mut self, other: &TriMesh) -> u32 {
         match (&mut self.uvs, &other.uvs) {
             (Some(mine), Some(theirs)) => mine.append(theirs),
             _ => self.uvs = None,

@@ -19,9 +19,10 @@ pub struct Uvs {
 }
 
 impl Uvs {
+    #[cfg(test)]
     /// Appends `other`'s coordinates and corners, its corner indices offset past this one's
     /// coordinates (the UV counterpart of [`TriMesh::append`](super::TriMesh::append)).
-    pub fn append(&mut self, other: &Uvs) {
+    pub(crate) fn append(&mut self, other: &Uvs) {
         let offset = self.coords.len() as u32;
         self.coords.extend_from_slice(&other.coords);
         self.corners

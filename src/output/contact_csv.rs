@@ -14,7 +14,7 @@ pub struct ContactCsv {
 
 impl ContactCsv {
     /// The CSV header.
-    pub const HEADER: &'static str = "time,active_pairs,deepest_layer";
+    pub(crate) const HEADER: &'static str = "time,active_pairs,deepest_layer";
 
     /// Creates (truncates) the file and writes the header.
     pub fn create(path: &Path) -> std::io::Result<Self> {

@@ -54,7 +54,7 @@ pub struct CsvFile {
 
 impl CsvFile {
     /// Creates (truncates) `path` and writes its header line.
-    pub fn create(path: &Path, header: &str) -> std::io::Result<Self> {
+    pub(crate) fn create(path: &Path, header: &str) -> std::io::Result<Self> {
         let mut csv = Self {
             path: path.to_path_buf(),
             out: BufWriter::new(File::create(path).map_err(|e| named(path, e))?),
@@ -64,7 +64,7 @@ impl CsvFile {
     }
 
     /// Appends the line `row` and flushes it.
-    pub fn row(&mut self, row: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+    pub(crate) fn row(&mut self, row: std::fmt::Arguments<'_>) -> std::io::Result<()> {
         writeln!(self.out, "{row}")
             .and_then(|()| self.out.flush())
             .map_err(|e| named(&self.path, e))

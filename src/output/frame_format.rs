@@ -38,10 +38,10 @@ pub enum FrameFormat {
 
 impl FrameFormat {
     /// Every format.
-    pub const ALL: [Self; 4] = [Self::Obj, Self::Ply, Self::PlyStrips, Self::Usd];
+    pub(crate) const ALL: [Self; 4] = [Self::Obj, Self::Ply, Self::PlyStrips, Self::Usd];
 
     /// The name `--format` takes (`obj`, `ply`, `ply-strips`, `usd`).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Obj => "obj",
             Self::Ply => "ply",
@@ -51,7 +51,7 @@ impl FrameFormat {
     }
 
     /// The file extension (`obj`, `ply`, `usda`).
-    pub fn extension(self) -> &'static str {
+    pub(crate) fn extension(self) -> &'static str {
         match self {
             Self::Obj => "obj",
             Self::Ply | Self::PlyStrips => "ply",

@@ -29,7 +29,7 @@ pub struct ObjFrames {
 impl ObjFrames {
     /// Prepares `dir` as [`FrameFormat::create`] does; `uvs` are the objects' texture
     /// coordinates in the scene's order (empty when there are none).
-    pub fn create(dir: &Path, uvs: Vec<Option<Uvs>>) -> std::io::Result<Self> {
+    pub(crate) fn create(dir: &Path, uvs: Vec<Option<Uvs>>) -> std::io::Result<Self> {
         clear_frames(dir)?;
         Ok(Self {
             dir: dir.to_path_buf(),

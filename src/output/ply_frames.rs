@@ -38,12 +38,12 @@ pub struct PlyFrames {
 
 impl PlyFrames {
     /// Bytes of one vertex record: six little-endian `f32`.
-    pub const VERTEX_BYTES: usize = 24;
+    pub(crate) const VERTEX_BYTES: usize = 24;
     /// Bytes of one face record: a `u8` count (3) and three little-endian `u32` indices.
-    pub const FACE_BYTES: usize = 13;
+    pub(crate) const FACE_BYTES: usize = 13;
 
     /// Prepares `dir` as [`FrameFormat::create`] does.
-    pub fn create(dir: &Path, topology: PlyTopology) -> std::io::Result<Self> {
+    pub(crate) fn create(dir: &Path, topology: PlyTopology) -> std::io::Result<Self> {
         clear_frames(dir)?;
         Ok(Self {
             dir: dir.to_path_buf(),

@@ -79,7 +79,7 @@ fn prim_name(name: &str, taken: &[Prim]) -> String {
 impl UsdStage {
     /// Prepares `dir` as [`super::FrameFormat::create`] does; the stage is written by
     /// `finish`.
-    pub fn create(dir: &Path) -> std::io::Result<Self> {
+    pub(crate) fn create(dir: &Path) -> std::io::Result<Self> {
         clear_frames(dir)?;
         let path = dir.join(USD_FILE);
         let spool_path = dir.join(format!(".{USD_FILE}.samples"));

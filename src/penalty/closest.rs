@@ -196,7 +196,7 @@ fn refine_nearly_parallel(s: f64, p0: DVec3, p1: DVec3, q0: DVec3, q1: DVec3) ->
 /// Closest points between triangles `A` and `B`: barycentric weights of the closest point on
 /// each, and their distance.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TtClosest {
+pub(crate) struct TtClosest {
     /// Weights of the closest point on `A` over `A`'s three vertices (sum 1, each `>= 0`).
     pub weights_a: [f64; 3],
     /// Weights of the closest point on `B` over `B`'s three vertices.
@@ -209,7 +209,7 @@ pub struct TtClosest {
 /// triangle A's vertices, `3..6` triangle B's), in the vertex order of
 /// [`crate::penalty::impulse`]: VT `[p, a, b, c]`, EE `[p0, p1, q0, q1]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TriangleFeature {
+pub(crate) enum TriangleFeature {
     /// A vertex of one triangle against the other triangle.
     VertexTriangle([usize; 4]),
     /// An edge of A against an edge of B.
@@ -218,7 +218,7 @@ pub enum TriangleFeature {
 
 impl TriangleFeature {
     /// The feature's four local vertex indices.
-    pub const fn verts(self) -> [usize; 4] {
+    pub(crate) const fn verts(self) -> [usize; 4] {
         match self {
             Self::VertexTriangle(v) | Self::EdgeEdge(v) => v,
         }
@@ -228,7 +228,7 @@ impl TriangleFeature {
 /// The fifteen feature pairs of two vertex-disjoint triangles, in a fixed order: each vertex
 /// of A against B, each vertex of B against A, then the edges of A (`01, 12, 20`) against
 /// those of B, row by row.
-pub const TRIANGLE_PAIR_FEATURES: [TriangleFeature; 15] = {
+pub(crate) const TRIANGLE_PAIR_FEATURES: [TriangleFeature; 15] = {
     use TriangleFeature::{EdgeEdge, VertexTriangle};
     const E: [[usize; 2]; 3] = [[0, 1], [1, 2], [2, 0]];
     let mut out = [VertexTriangle([0; 4]); 15];
@@ -254,7 +254,7 @@ pub const TRIANGLE_PAIR_FEATURES: [TriangleFeature; 15] = {
 /// the distance is that of the nearest feature pair, not 0: callers use it only between
 /// triangles kept apart.
 #[inline]
-pub fn triangle_triangle(a: [DVec3; 3], b: [DVec3; 3]) -> TtClosest {
+pub(crate) fn triangle_triangle(a: [DVec3; 3], b: [DVec3; 3]) -> TtClosest {
     let x = [a[0], a[1], a[2], b[0], b[1], b[2]];
     let mut best = ([0.0; 6], f64::INFINITY);
     for feature in TRIANGLE_PAIR_FEATURES {

@@ -106,7 +106,7 @@ pub fn vertex_triangle_impulse(
 /// the impulses are `p0: +(1 - s) I n`, `p1: +s I n`, `q0: -(1 - t) I n`, `q1: -t I n`, plus
 /// friction with the same weights (see the module docs).
 #[inline]
-pub fn edge_edge_impulse(
+pub(crate) fn edge_edge_impulse(
     x: [DVec3; 4],
     v: [DVec3; 4],
     inv_mass: [f64; 4],
@@ -137,7 +137,7 @@ pub fn edge_edge_impulse(
 /// skipped, the distance is `+inf`, the normal the direction from B's centroid to A's, and the
 /// pair separates if the centroids move apart.
 #[inline]
-pub fn triangle_pair_impulse(
+pub(crate) fn triangle_pair_impulse(
     x: [DVec3; 6],
     v: [DVec3; 6],
     inv_mass: [f64; 6],
@@ -189,7 +189,7 @@ pub fn triangle_pair_impulse(
 /// the plane distances, so a skipped feature pair's own distance test would find it beyond
 /// `eta` too. A degenerate triangle's plane skips nothing.
 #[derive(Clone, Copy, Debug)]
-pub struct FarFeatures {
+pub(crate) struct FarFeatures {
     /// Per vertex of the pair: whether it is farther than `eta` from the other triangle's
     /// plane, and on which side (`1.0` or `-1.0`; `0.0` when not far).
     side: [f64; 6],
@@ -199,7 +199,7 @@ impl FarFeatures {
     /// The far vertices of triangle pair `x = [a0, a1, a2, b0, b1, b2]` for layer thickness
     /// `eta`.
     #[inline]
-    pub fn new(x: &[DVec3; 6], eta: f64) -> Self {
+    pub(crate) fn new(x: &[DVec3; 6], eta: f64) -> Self {
         let scale = x.iter().fold(0.0f64, |m, p| m.max(p.abs().max_element()));
         let reach = eta + 1e-9 * scale;
         let mut side = [0.0; 6];
@@ -222,7 +222,7 @@ impl FarFeatures {
     /// `eta`: a VT pair whose vertex is far, or an EE pair with an edge whose two ends are far
     /// on the same side.
     #[inline]
-    pub fn skips(&self, f: usize) -> bool {
+    pub(crate) fn skips(&self, f: usize) -> bool {
         match TRIANGLE_PAIR_FEATURES[f] {
             TriangleFeature::VertexTriangle([p, ..]) => self.side[p] != 0.0,
             TriangleFeature::EdgeEdge([p0, p1, q0, q1]) => {

@@ -25,7 +25,7 @@ pub enum ContactKey {
 
 impl ContactKey {
     /// Number of vertices: four for a feature pair, six for a triangle pair.
-    pub fn vertex_count(self) -> usize {
+    pub(crate) fn vertex_count(self) -> usize {
         match self {
             Self::Feature(_) => 4,
             Self::Triangles(..) => 6,
@@ -33,7 +33,7 @@ impl ContactKey {
     }
 
     /// Vertices on side A (see [`crate::kds::slab`]): 1 for VT, 2 for EE, 3 for triangles.
-    pub fn a_count(self) -> usize {
+    pub(crate) fn a_count(self) -> usize {
         match self {
             Self::Feature(PairKey::VertexTriangle(..)) => 1,
             Self::Feature(PairKey::EdgeEdge(..)) => 2,

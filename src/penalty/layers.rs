@@ -31,7 +31,7 @@ impl LayerLaw {
     /// The exponents `(a, b)` of `eta(l) = eta1 l^(-a)`, `r(l) = r1 l^b`; `(1/4, 3)` for
     /// [`LayerLaw::Thesis`].
     #[inline]
-    pub fn exponents(&self) -> (f64, f64) {
+    pub(crate) fn exponents(&self) -> (f64, f64) {
         match *self {
             LayerLaw::Thesis => (0.25, 3.0),
             LayerLaw::Power {
@@ -80,14 +80,16 @@ pub struct LayerSchedule {
     pub law: LayerLaw,
 }
 
+#[cfg(test)]
 /// The largest ratio `c / sqrt(m_min / r)` for which one layer's tick is stable for any pair:
 /// `sqrt(2)` (see [`LayerSchedule::clock`]).
-pub const CLOCK_STABILITY_LIMIT: f64 = std::f64::consts::SQRT_2;
+pub(crate) const CLOCK_STABILITY_LIMIT: f64 = std::f64::consts::SQRT_2;
 
+#[cfg(test)]
 /// Recommended `safety` for [`LayerSchedule::clock`]: `0.5`, a factor `2 sqrt(2) ~ 2.8` below
 /// the single-layer stability limit, leaving room for the other layers acting on the same pair
 /// and for the elastic forces acting on the same vertices.
-pub const DEFAULT_CLOCK_SAFETY: f64 = 0.5;
+pub(crate) const DEFAULT_CLOCK_SAFETY: f64 = 0.5;
 
 impl LayerSchedule {
     /// Validates and builds a schedule.
@@ -187,8 +189,8 @@ impl LayerSchedule {
     /// side, `1/mu <= 2 / m_min`. Leapfrog/AVI ticks of a spring of frequency
     /// `omega = sqrt(r/mu)` are stable iff `h < 2/omega`, and
     /// `2/omega >= 2 sqrt(m_min / (2 r)) = sqrt(2) sqrt(m_min / r)`. So any
-    /// `safety < sqrt(2)` ([`CLOCK_STABILITY_LIMIT`]) is stable for one layer on its own;
-    /// [`DEFAULT_CLOCK_SAFETY`] = 0.5 leaves margin for the other forces on the same vertices.
+    /// `safety < sqrt(2)` (`CLOCK_STABILITY_LIMIT`) is stable for one layer on its own;
+    /// `DEFAULT_CLOCK_SAFETY` = 0.5 leaves margin for the other forces on the same vertices.
     ///
     /// Degenerate input gives a defined answer: negative or NaN `m_min`/`safety` count as 0
     /// (clock 0, which the engine's progress check reports); `m_min = inf` (only kinematic
@@ -200,7 +202,7 @@ impl LayerSchedule {
 
     /// The stiffness the clock of layer `l` must resolve under `rule`: `r(l)` for
     /// [`LayerClocks::Thesis`], `r(1) + ... + r(l)` for [`LayerClocks::Stack`].
-    pub fn clock_stiffness(&self, rule: LayerClocks, l: u32) -> f64 {
+    pub(crate) fn clock_stiffness(&self, rule: LayerClocks, l: u32) -> f64 {
         match rule {
             LayerClocks::Thesis => self.r(l),
             LayerClocks::Stack => (1..=l.max(1)).map(|k| self.r(k)).sum(),
@@ -208,7 +210,7 @@ impl LayerSchedule {
     }
 
     /// The clock of layer `l` under `rule`: `safety * sqrt(m_min / k)` with `k` from
-    /// [`Self::clock_stiffness`]; [`Self::clock`] for [`LayerClocks::Thesis`], and defined for
+    /// `Self::clock_stiffness`; [`Self::clock`] for [`LayerClocks::Thesis`], and defined for
     /// the same degenerate input.
     pub fn clock_by(&self, rule: LayerClocks, l: u32, m_min: f64, safety: f64) -> f64 {
         let m = m_min.max(0.0);
@@ -217,7 +219,7 @@ impl LayerSchedule {
 
     /// Energy of layer `l` at distance `d`: `0.5 r(l) (eta(l) - d)^2` for `d < eta(l)`, else 0.
     #[inline]
-    pub fn energy(&self, l: u32, d: f64) -> f64 {
+    pub(crate) fn energy(&self, l: u32, d: f64) -> f64 {
         let eta = self.eta(l);
         if d < eta {
             let g = eta - d;
@@ -232,7 +234,7 @@ impl LayerSchedule {
     /// against [`Self::eta`]; `None` if `d >= eta1` (or `d` is NaN). `d <= 0` lies in every
     /// layer and saturates to `Some(u32::MAX)`.
     #[inline]
-    pub fn layers_containing(&self, d: f64) -> Option<u32> {
+    pub(crate) fn layers_containing(&self, d: f64) -> Option<u32> {
         let inside = d < self.eta1; // false for NaN
         if !inside {
             return None;

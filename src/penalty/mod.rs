@@ -4,11 +4,11 @@
 //! - [`closest`]: closest points for vertex-triangle and edge-edge pairs;
 //! - [`layers`]: the layer schedule `eta(l)`, `r(l)`, clocks and energies;
 //! - [`impulse`]: the impulses of one penalty-layer tick for one pair (restitution, friction);
-//! - [`keys`]: the identity of a candidate pair ([`PairKey`], [`ContactKey`]).
+//! - `keys`: the identity of a candidate pair ([`PairKey`], [`ContactKey`]).
 
 pub mod closest;
 pub mod impulse;
-pub mod keys;
+pub(crate) mod keys;
 pub mod layers;
 
 pub use keys::{ContactKey, PairKey};

@@ -33,13 +33,13 @@ impl Pose {
     }
 
     /// The world position of body-frame point `p`.
-    pub fn apply(&self, p: DVec3) -> DVec3 {
+    pub(crate) fn apply(&self, p: DVec3) -> DVec3 {
         self.rotation * p + self.position
     }
 
     /// This pose moved by `dx` and turned by the rotation vector `dphi` (radians) about the
     /// centre of mass.
-    pub fn perturbed(&self, dx: DVec3, dphi: DVec3) -> Self {
+    pub(crate) fn perturbed(&self, dx: DVec3, dphi: DVec3) -> Self {
         Self::new(
             self.position + dx,
             DQuat::from_scaled_axis(dphi) * self.orientation,
@@ -48,7 +48,7 @@ impl Pose {
 }
 
 /// The rotation vector (axis times angle, radians) that turns `from` into `to`.
-pub fn rotation_between(from: DQuat, to: DQuat) -> DVec3 {
+pub(crate) fn rotation_between(from: DQuat, to: DQuat) -> DVec3 {
     let mut d = to * from.inverse();
     if d.w < 0.0 {
         d = -d;
@@ -57,7 +57,7 @@ pub fn rotation_between(from: DQuat, to: DQuat) -> DVec3 {
 }
 
 /// A closed triangulated surface: vertices and outward triangles.
-pub type Surface = (Vec<DVec3>, Vec<[u32; 3]>);
+pub(crate) type Surface = (Vec<DVec3>, Vec<[u32; 3]>);
 
 /// A rigid body.
 #[derive(Clone, Debug)]
@@ -126,7 +126,7 @@ impl Body {
     }
 
     /// Whether forces and contact move the body.
-    pub fn is_dynamic(&self) -> bool {
+    pub(crate) fn is_dynamic(&self) -> bool {
         self.motion == BodyMotion::Dynamic
     }
 
@@ -137,24 +137,24 @@ impl Body {
     }
 
     /// Its inverse.
-    pub fn world_inverse_inertia(&self) -> DMat3 {
+    pub(crate) fn world_inverse_inertia(&self) -> DMat3 {
         let r = self.pose.rotation;
         r * self.inertia.inverse() * r.transpose()
     }
 
     /// Kinetic energy (erg).
-    pub fn kinetic_energy(&self) -> f64 {
+    pub(crate) fn kinetic_energy(&self) -> f64 {
         let w = self.angular_velocity;
         0.5 * self.mass * self.velocity.length_squared() + 0.5 * w.dot(self.world_inertia() * w)
     }
 
     /// The velocity of world point `p` of the body.
-    pub fn point_velocity(&self, p: DVec3) -> DVec3 {
+    pub(crate) fn point_velocity(&self, p: DVec3) -> DVec3 {
         self.velocity + self.angular_velocity.cross(p - self.pose.position)
     }
 
     /// Part `k` posed at `pose`.
-    pub fn world_part(&self, k: usize, pose: &Pose) -> WorldPart {
+    pub(crate) fn world_part(&self, k: usize, pose: &Pose) -> WorldPart {
         match &self.parts[k] {
             Shape::Polytope(p) => WorldPart {
                 vertices: p.vertices.iter().map(|&v| pose.apply(v)).collect(),
@@ -173,7 +173,7 @@ impl Body {
 
     /// The pose of a scripted body at time `t` (its keys integrated from the start pose);
     /// other bodies keep their current pose.
-    pub fn scripted_pose(&self, t: f64) -> Pose {
+    pub(crate) fn scripted_pose(&self, t: f64) -> Pose {
         let BodyMotion::Scripted(keys) = &self.motion else {
             return self.pose;
         };
@@ -189,7 +189,7 @@ impl Body {
     }
 
     /// A scripted body's velocities at time `t` (the key in force just after `t`).
-    pub fn scripted_velocity(&self, t: f64) -> (DVec3, DVec3) {
+    pub(crate) fn scripted_velocity(&self, t: f64) -> (DVec3, DVec3) {
         let BodyMotion::Scripted(keys) = &self.motion else {
             return (self.velocity, self.angular_velocity);
         };

@@ -5,7 +5,7 @@ use glam::DVec3;
 
 /// The pairs of boxes (by index, smaller first, in increasing order) that overlap, skipping
 /// pairs for which `skip(i, j)` holds.
-pub fn overlapping_pairs(
+pub(crate) fn overlapping_pairs(
     boxes: &[(DVec3, DVec3)],
     mut skip: impl FnMut(usize, usize) -> bool,
 ) -> Vec<(usize, usize)> {

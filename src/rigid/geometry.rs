@@ -45,7 +45,7 @@ impl WorldPart {
     }
 
     /// The smallest extent of the part across its face normals (a sphere: its diameter).
-    pub fn width(&self) -> f64 {
+    pub(crate) fn width(&self) -> f64 {
         if self.normals.is_empty() {
             return 2.0 * self.radius;
         }
@@ -66,7 +66,7 @@ impl WorldPart {
     }
 
     /// The axis-aligned bounding box.
-    pub fn bounds(&self) -> (DVec3, DVec3) {
+    pub(crate) fn bounds(&self) -> (DVec3, DVec3) {
         let lo = self.vertices.iter().fold(DVec3::INFINITY, |a, v| a.min(*v));
         let hi = self
             .vertices
@@ -87,7 +87,7 @@ pub struct Separation {
 }
 
 /// The slab width `D(n)` of eq. 3.1 with the radii: `min_B n.q - max_A n.q - r_a - r_b`.
-pub fn slab_width(a: &WorldPart, b: &WorldPart, n: DVec3) -> f64 {
+pub(crate) fn slab_width(a: &WorldPart, b: &WorldPart, n: DVec3) -> f64 {
     let max_a = a.support(n).1;
     let min_b = -b.support(-n).1;
     min_b - max_a - a.radius - b.radius

@@ -7,7 +7,7 @@ use hashbrown::HashMap;
 /// Checks that `triangles` over `vertices` bound a convex solid: closed (every edge shared by
 /// two triangles, in opposite directions), of positive volume, and every vertex on the inner
 /// side of every face plane (within `1e-9` of the mesh's size).
-pub fn check_convex(vertices: &[DVec3], triangles: &[[u32; 3]]) -> Result<(), String> {
+pub(crate) fn check_convex(vertices: &[DVec3], triangles: &[[u32; 3]]) -> Result<(), String> {
     if vertices.len() < 4 || triangles.len() < 4 {
         return Err("a convex solid needs at least 4 vertices and 4 triangles".into());
     }

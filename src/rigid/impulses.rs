@@ -48,7 +48,7 @@ impl Contact {
     }
 
     /// Relative velocity of the second body's point over the first's.
-    pub fn relative_velocity(&self, bodies: &[Body]) -> DVec3 {
+    pub(crate) fn relative_velocity(&self, bodies: &[Body]) -> DVec3 {
         let (a, b) = self.bodies;
         bodies[b].point_velocity(self.point) - bodies[a].point_velocity(self.point)
     }
@@ -642,7 +642,7 @@ impl<'s, 'a> VelocityQp<'s, 'a> {
 /// (§6.2.2): Newton's impulse at the contact (eq. 4.16), then Coulomb friction against the
 /// sliding direction (eq. 4.28) capped at the impulse that stops the sliding. `dynamic[i]`
 /// says whether body `i` can take impulses. Returns the number of collisions resolved.
-pub fn sequential(
+pub(crate) fn sequential(
     bodies: &mut [Body],
     contacts: &[Contact],
     dynamic: &[bool],

@@ -5,21 +5,21 @@
 //! [`ObaSimulation`] is the driver (`simulation.rs`); a step (`step.rs`) is the position update
 //! ([`position`]: iterated QPs over separating planes), the contacts ([`geometry`]), and the
 //! momentum and static-contact updates ([`impulses`]), all QPs solved by [`qp`]. Bodies
-//! ([`body`], [`shape`], [`hull`]) come from `[[body]]` entries ([`scene`], [`profile`]); under
+//! ([`body`], [`shape`], [`hull`]) come from `[[body]]` entries ([`scene`], `profile`); under
 //! ACM, the synchronous baseline and implicit contact each runs as its surface, a stiff
-//! closed shell ([`shells`]).
+//! closed shell (`shells`).
 
 pub mod body;
-pub mod broad;
+pub(crate) mod broad;
 pub mod geometry;
 pub mod hull;
 pub mod impulses;
 pub mod position;
-pub mod profile;
+pub(crate) mod profile;
 pub mod qp;
 pub mod scene;
 pub mod shape;
-pub mod shells;
+pub(crate) mod shells;
 mod simulation;
 mod stats;
 mod step;

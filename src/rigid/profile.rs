@@ -18,7 +18,7 @@ use crate::scene::SceneError;
 /// `[[body]]`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct BodyTable {
+pub(crate) struct BodyTable {
     name: String,
     shape: ShapeTable,
     #[serde(default = "wood")]
@@ -116,7 +116,7 @@ struct ShellTable {
 /// `[[joint]]`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct JointTable {
+pub(crate) struct JointTable {
     bodies: [String; 2],
     point: [f64; 3],
 }
@@ -124,7 +124,7 @@ pub struct JointTable {
 /// `[oba]`.
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-pub struct ObaTable {
+pub(crate) struct ObaTable {
     steps_per_frame: Option<u32>,
     objective: Option<ObjectiveName>,
     friction_model: Option<FrictionModelName>,
@@ -182,7 +182,7 @@ struct BlastTable {
 
 /// The rigid scene of a profile's tables, and for each body the `[[body]]` entry it came
 /// from; `base` resolves OBJ paths.
-pub fn rigid_scene(
+pub(crate) fn rigid_scene(
     bodies: Vec<BodyTable>,
     joints: Vec<JointTable>,
     oba: ObaTable,
@@ -269,7 +269,7 @@ fn rotation(degrees: [f64; 3]) -> DQuat {
 
 impl BodyTable {
     /// The entry's name (its copies add `.k`).
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 

@@ -39,7 +39,7 @@ pub struct Qp {
 
 /// A solved program: the minimizer and the multipliers of its rows.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Solution {
+pub(crate) struct Solution {
     /// The minimizer.
     pub x: Vec<f64>,
     /// The multiplier of each equality row, in the order they were added.
@@ -76,7 +76,12 @@ impl Qp {
 
     /// Adds `(weight / 2) |x[at..at+3] - target|^2`-style terms for a 3x3 weight: the objective
     /// gains `0.5 (x - t)^T W (x - t)` over variables `at..at + 3` (its constant dropped).
-    pub fn add_weighted_distance(&mut self, at: usize, weight: glam::DMat3, target: glam::DVec3) {
+    pub(crate) fn add_weighted_distance(
+        &mut self,
+        at: usize,
+        weight: glam::DMat3,
+        target: glam::DVec3,
+    ) {
         let w = weight.to_cols_array_2d();
         for (i, column) in w.iter().enumerate() {
             for (j, &value) in column.iter().enumerate() {
@@ -115,7 +120,7 @@ impl Qp {
     }
 
     /// Adds the second-order cone `s0 >= |(s1, s2)|`.
-    pub fn cone(&mut self, s: [Affine; 3]) {
+    pub(crate) fn cone(&mut self, s: [Affine; 3]) {
         self.cones.push(s);
     }
 
@@ -125,7 +130,7 @@ impl Qp {
     }
 
     /// Solves the program: its minimizer and the rows' multipliers.
-    pub fn solve_with_duals(&self) -> Result<Solution, QpFailure> {
+    pub(crate) fn solve_with_duals(&self) -> Result<Solution, QpFailure> {
         let n = self.variables;
         let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
         let mut b = Vec::new();
@@ -201,7 +206,7 @@ impl Qp {
     }
 
     /// The objective `0.5 x^T P x + q^T x` at `x`.
-    pub fn objective(&self, x: &[f64]) -> f64 {
+    pub(crate) fn objective(&self, x: &[f64]) -> f64 {
         let quadratic: f64 = self
             .hessian
             .iter()
@@ -217,9 +222,4 @@ impl Qp {
     }
 }
 
-impl Affine {
-    /// The expression's value at `x`.
-    pub fn at(&self, x: &[f64]) -> f64 {
-        self.terms.iter().map(|&(i, c)| c * x[i]).sum::<f64>() + self.constant
-    }
-}
+impl Affine {}

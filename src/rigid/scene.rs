@@ -295,7 +295,7 @@ impl BodyShape {
 
 impl RigidScene {
     /// Checks every value and index; errors name the field (`body[3].density`).
-    pub fn validate(&self) -> Result {
+    pub(crate) fn validate(&self) -> Result {
         for (i, b) in self.bodies.iter().enumerate() {
             let path = format!("body[{i}]");
             if self.bodies[..i].iter().any(|o| o.name == b.name) {

@@ -90,17 +90,6 @@ impl Polytope {
             triangles,
         }
     }
-
-    /// The largest distance between two vertices.
-    pub fn diameter(&self) -> f64 {
-        let mut d: f64 = 0.0;
-        for (i, a) in self.vertices.iter().enumerate() {
-            for b in &self.vertices[i + 1..] {
-                d = d.max(a.distance(*b));
-            }
-        }
-        d
-    }
 }
 
 /// One convex part of a body, in the body's frame (whose origin is the body's centre of mass).
@@ -119,7 +108,7 @@ pub enum Shape {
 
 impl Shape {
     /// The shape moved by `offset` (used to put the body's centre of mass at its origin).
-    pub fn shifted(&self, offset: DVec3) -> Self {
+    pub(crate) fn shifted(&self, offset: DVec3) -> Self {
         match self {
             Self::Polytope(p) => Self::Polytope(Polytope {
                 vertices: p.vertices.iter().map(|&v| v + offset).collect(),
@@ -133,7 +122,7 @@ impl Shape {
     }
 
     /// The farthest any point of the shape is from the frame's origin.
-    pub fn reach(&self) -> f64 {
+    pub(crate) fn reach(&self) -> f64 {
         match self {
             Self::Polytope(p) => p.vertices.iter().map(|v| v.length()).fold(0.0, f64::max),
             Self::Sphere { center, radius } => center.length() + radius,
@@ -143,7 +132,7 @@ impl Shape {
 
 /// Mass, centre of mass and inertia tensor (about the centre of mass) of a solid.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct MassProperties {
+pub(crate) struct MassProperties {
     /// Mass (g).
     pub mass: f64,
     /// Centre of mass.
@@ -156,7 +145,7 @@ impl MassProperties {
     /// The solid bounded by the closed, outward-oriented surface `triangles` over `vertices`,
     /// of uniform `density` (g/cm^3): sums over the tetrahedra that join each triangle to the
     /// origin (signed volumes, so the origin may lie anywhere).
-    pub fn of_surface(vertices: &[DVec3], triangles: &[[u32; 3]], density: f64) -> Self {
+    pub(crate) fn of_surface(vertices: &[DVec3], triangles: &[[u32; 3]], density: f64) -> Self {
         let mut volume = 0.0;
         let mut first = DVec3::ZERO;
         // Second moments: integral of x_i x_j over the solid.
@@ -203,7 +192,7 @@ impl MassProperties {
     }
 
     /// A solid sphere of `radius` centred at `center`.
-    pub fn of_sphere(center: DVec3, radius: f64, density: f64) -> Self {
+    pub(crate) fn of_sphere(center: DVec3, radius: f64, density: f64) -> Self {
         let mass = density * 4.0 / 3.0 * std::f64::consts::PI * radius.powi(3);
         Self {
             mass,
@@ -214,7 +203,7 @@ impl MassProperties {
 
     /// The union of disjoint solids: masses add, inertias are moved to the common centre
     /// (parallel axis theorem).
-    pub fn combine(parts: &[Self]) -> Self {
+    pub(crate) fn combine(parts: &[Self]) -> Self {
         let mass: f64 = parts.iter().map(|p| p.mass).sum();
         let center = parts.iter().map(|p| p.mass * p.center).sum::<DVec3>() / mass;
         let mut inertia = glam::DMat3::ZERO;
@@ -240,7 +229,7 @@ fn outer(a: DVec3, b: DVec3) -> glam::DMat3 {
 /// centres along x, y and z (a central cube with six arms), centred at the origin. Its
 /// vertices are the central cube's 8 corners and each arm's 4 end corners; every face lies on
 /// the boundary of the union, so the surface is the union's own.
-pub fn jack_surface(length: f64, width: f64) -> (Vec<DVec3>, Vec<[u32; 3]>) {
+pub(crate) fn jack_surface(length: f64, width: f64) -> (Vec<DVec3>, Vec<[u32; 3]>) {
     let (h, w) = (0.5 * length, 0.5 * width);
     let mut vertices: Vec<DVec3> = (0..8)
         .map(|i| {

@@ -11,7 +11,7 @@ use crate::scene::{Material, Method, Scene, SceneError, SceneObject, ScriptSpec,
 
 /// The scene of an OBA run's output model: one fixed object per body, its surface at the
 /// start pose, in body order; contact off.
-pub fn output_scene(scene: &Scene, bodies: &[Body]) -> Scene {
+pub(crate) fn output_scene(scene: &Scene, bodies: &[Body]) -> Scene {
     let mut model = Scene {
         name: scene.name.clone(),
         duration: scene.duration,
@@ -48,7 +48,7 @@ fn posed_surface(b: &Body) -> TriMesh {
 /// for OBA leaves ACM's `[contact]` out). Bodies that a shell cannot stand for are refused:
 /// compound bodies other than jacks (their parts are apart, so their shells would not hold
 /// together), spinning starts, scripted rotation, and joints.
-pub fn replace_bodies(scene: &mut Scene) -> Result<(), SceneError> {
+pub(crate) fn replace_bodies(scene: &mut Scene) -> Result<(), SceneError> {
     if scene.rigid.bodies.is_empty() {
         return Ok(());
     }

@@ -166,12 +166,12 @@ impl ObaSimulation {
     }
 
     /// The step (s).
-    pub fn step(&self) -> f64 {
+    pub(crate) fn step(&self) -> f64 {
         self.progress.clock.step()
     }
 
     /// Energies and momenta of the dynamic bodies now, at time `time`.
-    pub fn conservation(&self, time: f64) -> Conservation {
+    pub(crate) fn conservation(&self, time: f64) -> Conservation {
         let mut c = Conservation {
             time,
             ..Conservation::default()

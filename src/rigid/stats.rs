@@ -96,7 +96,7 @@ pub struct ObaStats {
 impl ObaStats {
     /// Empty statistics of a run with step `step`, frames every `frame_interval` and `bodies`
     /// bodies.
-    pub fn new(step: f64, frame_interval: f64, bodies: usize, run: RunStats) -> Self {
+    pub(crate) fn new(step: f64, frame_interval: f64, bodies: usize, run: RunStats) -> Self {
         Self {
             integrator: "oba",
             step,
@@ -109,7 +109,7 @@ impl ObaStats {
     }
 
     /// Adds a step and the wall seconds of its three stages.
-    pub fn record(&mut self, r: &StepRecord, stages: [f64; 3]) {
+    pub(crate) fn record(&mut self, r: &StepRecord, stages: [f64; 3]) {
         let t = &mut self.totals;
         t.time = r.time;
         t.close_pairs += r.close_pairs;
@@ -135,7 +135,7 @@ impl ObaStats {
     }
 
     /// Computes the per-frame averages from the totals.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         let frames = (self.steps_log.len() as f64 * self.step / self.frame_interval).max(1.0);
         let t = &self.totals;
         let per = |x: u32| f64::from(x) / frames;

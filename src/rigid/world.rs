@@ -38,7 +38,11 @@ impl World {
     }
 
     /// Pairs of parts of different bodies, one of them movable, whose `boxes` overlap.
-    pub fn candidates(&self, boxes: &[(DVec3, DVec3)], movable: &[bool]) -> Vec<(usize, usize)> {
+    pub(crate) fn candidates(
+        &self,
+        boxes: &[(DVec3, DVec3)],
+        movable: &[bool],
+    ) -> Vec<(usize, usize)> {
         broad::overlapping_pairs(boxes, |p, q| {
             let (a, b) = (self.parts[p].0, self.parts[q].0);
             a == b || !movable[a] && !movable[b]

@@ -100,7 +100,7 @@ impl Scene {
 
     /// Whether the chosen integrator keeps surfaces apart (ACM with `[contact]`, or any other
     /// integrator, which always handles collisions): then the start must be intersection-free.
-    pub fn handles_contact(&self) -> bool {
+    pub(crate) fn handles_contact(&self) -> bool {
         self.contact.enabled || self.integrator.method != Method::Acm
     }
 
@@ -108,7 +108,7 @@ impl Scene {
     /// must take at least ten of the kinetic broad phases' time instants, `1e-9 (1 + t)` s, to
     /// cross `contact.eta1` ([`SpeedLimit`]). Start and scripted velocities are held to it at
     /// load, and a run whose speeds run away past it stops.
-    pub fn resolvable_speed(&self) -> f64 {
+    pub(crate) fn resolvable_speed(&self) -> f64 {
         SpeedLimit::of(self).at(0.0)
     }
 

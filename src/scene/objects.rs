@@ -24,7 +24,7 @@ pub struct Material {
 
 impl Material {
     /// The material of fixed obstacles and point particles: unit density, no elastic forces.
-    pub const INERT: Self = Self {
+    pub(crate) const INERT: Self = Self {
         density: 1.0,
         stretch: 0.0,
         stretch_damping: 0.0,

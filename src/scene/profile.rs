@@ -1,7 +1,7 @@
 //! Profile files: TOML -> [`Scene`], with errors that name the file, line and field.
 //!
 //! The schema is documented in `profiles/README.md`. Loading goes in three steps:
-//! 1. `--set key.path=value` overrides are applied to the TOML document ([`apply_override`]);
+//! 1. `--set key.path=value` overrides are applied to the TOML document (`apply_override`);
 //! 2. the document is deserialized into the schema below (unknown keys, wrong types and missing
 //!    fields are rejected by serde with a line number);
 //! 3. meshes are generated or read, placed, selections resolved, and the [`Scene`] validated;
@@ -211,7 +211,10 @@ fn profile_path(path: &str, kind: &str, origin: &[usize]) -> String {
 /// (`object.sheet.material.density`). Missing tables and the final key are created. The value
 /// is parsed as TOML (`2.5`, `true`, `[0, 1, 0]`, `"text"`); anything else is taken as a string.
 /// Returns the field path that was set, with entries by index (`object[0].material.density`).
-pub fn apply_override(doc: &mut toml_edit::DocumentMut, spec: &str) -> Result<String, String> {
+pub(crate) fn apply_override(
+    doc: &mut toml_edit::DocumentMut,
+    spec: &str,
+) -> Result<String, String> {
     let (path, raw) = spec
         .split_once('=')
         .ok_or("expected key.path=value".to_string())?;

@@ -56,7 +56,7 @@ impl Kind {
     }
 
     /// The distance between the two primitives.
-    pub fn distance(self, p: &[DVec3; 4]) -> f64 {
+    pub(crate) fn distance(self, p: &[DVec3; 4]) -> f64 {
         match self {
             Kind::VertexTriangle => closest::vertex_triangle(p[0], p[1], p[2], p[3]).distance,
             Kind::EdgeEdge => closest::edge_edge(p[0], p[1], p[2], p[3]).distance,

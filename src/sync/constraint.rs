@@ -15,7 +15,7 @@ use crate::penalty::closest;
 
 /// A contact constraint (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Constraint {
+pub(crate) struct Constraint {
     /// The feature pair.
     pub feature: Feature,
     /// Signed weights of the four vertices.
@@ -36,7 +36,7 @@ impl Constraint {
     /// apart; closer than that (at a collision) it is the triangle normal, or the cross product
     /// of the edges (thesis §3.4), with the closest-point direction at `start` as the fallback
     /// for parallel edges and degenerate triangles.
-    pub fn new(
+    pub(crate) fn new(
         feature: Feature,
         p: [DVec3; 4],
         start: [DVec3; 4],
@@ -88,19 +88,19 @@ impl Constraint {
     }
 
     /// The relative velocity `sum w_k v_k` of the pair.
-    pub fn relative(&self, v: &[DVec3]) -> DVec3 {
+    pub(crate) fn relative(&self, v: &[DVec3]) -> DVec3 {
         (0..4)
             .map(|k| self.weights[k] * v[self.feature.verts[k] as usize])
             .sum()
     }
 
     /// The signed separation along the normal, `n . sum w_k x_k`, at positions `x`.
-    pub fn separation(&self, x: &[DVec3]) -> f64 {
+    pub(crate) fn separation(&self, x: &[DVec3]) -> f64 {
         self.normal.dot(self.relative(x))
     }
 
     /// `sum w_k^2 / m_k`: how much a unit impulse changes the relative velocity.
-    pub fn inverse_mass(&self, inv_mass: &[f64]) -> f64 {
+    pub(crate) fn inverse_mass(&self, inv_mass: &[f64]) -> f64 {
         (0..4)
             .map(|k| self.weights[k] * self.weights[k] * inv_mass[self.feature.verts[k] as usize])
             .sum()
@@ -109,7 +109,7 @@ impl Constraint {
     /// Changes the relative velocity by `delta` with the smallest kinetic energy change:
     /// vertex `k` gets `w_k delta / (m_k sum w^2/m)`. Returns false (changing nothing) if every
     /// vertex is immovable.
-    pub fn change_relative(&self, delta: DVec3, v: &mut [DVec3], inv_mass: &[f64]) -> bool {
+    pub(crate) fn change_relative(&self, delta: DVec3, v: &mut [DVec3], inv_mass: &[f64]) -> bool {
         let w = self.inverse_mass(inv_mass);
         if w <= 0.0 {
             return false;

@@ -42,7 +42,7 @@ const REPULSION_SPEED_FRACTION: f64 = 0.1;
 const SEPARATION_FRACTION: f64 = 0.1;
 
 /// CCD reports a collision when the primitives come within this fraction of the thickness.
-pub const GAP_FRACTION: f64 = 1e-3;
+pub(crate) const GAP_FRACTION: f64 = 1e-3;
 
 /// The broad phase is rebuilt when a vertex's motion leaves the box of its motion at the last
 /// build by more than this many thicknesses.
@@ -50,7 +50,7 @@ const BROAD_PHASE_MARGIN: f64 = 2.0;
 
 /// Parameters of the filter.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct FilterParams {
+pub(crate) struct FilterParams {
     /// Step `h` (s).
     pub step: f64,
     /// Proximity thickness (cm).
@@ -97,7 +97,7 @@ pub struct FilterStats {
 
 /// A step the fail-safe could not make collision-free.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Unresolved {
+pub(crate) struct Unresolved {
     /// Collisions still found.
     pub collisions: usize,
     /// The first of them.
@@ -108,7 +108,7 @@ pub struct Unresolved {
 
 /// The velocity filter and its scratch state.
 #[derive(Debug)]
-pub struct Filter {
+pub(crate) struct Filter {
     prims: Primitives,
     params: FilterParams,
     gap: f64,
@@ -123,7 +123,7 @@ pub struct Filter {
 
 impl Filter {
     /// A filter for the triangles of a scene with `vertex_count` vertices.
-    pub fn new(triangles: &[[u32; 3]], vertex_count: usize, params: FilterParams) -> Self {
+    pub(crate) fn new(triangles: &[[u32; 3]], vertex_count: usize, params: FilterParams) -> Self {
         Self {
             prims: Primitives::new(triangles, vertex_count),
             params,
@@ -136,7 +136,7 @@ impl Filter {
     }
 
     /// Filters `v` for positions `x` (the three stages of the module docs).
-    pub fn apply(
+    pub(crate) fn apply(
         &mut self,
         x: &[DVec3],
         v: &mut [DVec3],
@@ -270,7 +270,7 @@ impl Filter {
 
     /// Stage 3: the fail-safe loop (Alg. 3), on its own: makes the motion `x + s h v`
     /// collision-free by impact zones (or inelastic projection), or says why it could not.
-    pub fn fail_safe(
+    pub(crate) fn fail_safe(
         &mut self,
         x: &[DVec3],
         v: &mut [DVec3],
@@ -361,7 +361,7 @@ impl Filter {
 
 /// The pairs of `candidates` closer than `thickness` at positions `x`, as constraints at `x`
 /// (oriented against the motion `h v` where level), in candidate order.
-pub fn proximities(
+pub(crate) fn proximities(
     candidates: &[Feature],
     x: &[DVec3],
     v: &[DVec3],
@@ -384,7 +384,7 @@ pub fn proximities(
 
 /// Every collision (coming within `gap`) of the motion `x + s h v`, `s` in `[0, 1]`, among
 /// `candidates`, as constraints at the collision time, in candidate order.
-pub fn collisions(
+pub(crate) fn collisions(
     candidates: &[Feature],
     x: &[DVec3],
     v: &[DVec3],

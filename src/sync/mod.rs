@@ -7,7 +7,7 @@
 //! gravity, drag and prescribed force kicks the velocities with its impulse over `h` at the
 //! positions of `t_n` (the same kernels as ACM, i.e. ACM with every clock equal to `h`);
 //! scripted vertices get the average velocity of their script over the step (so their
-//! positions at step ends are exact); the filter ([`filter`]) makes the linear motion over the
+//! positions at step ends are exact); the filter (`filter`) makes the linear motion over the
 //! step collision-free; then every vertex drifts. Frames are written at step ends: the step is
 //! the largest that divides the frame interval and is at most the requested one.
 //!
@@ -17,12 +17,12 @@
 
 pub(crate) mod broad;
 pub mod ccd;
-pub mod constraint;
-pub mod filter;
-pub mod primitives;
-pub mod projection;
-pub mod steps;
-pub mod zones;
+pub(crate) mod constraint;
+pub(crate) mod filter;
+pub(crate) mod primitives;
+pub(crate) mod projection;
+pub(crate) mod steps;
+pub(crate) mod zones;
 
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;

@@ -9,7 +9,7 @@ use super::ccd::Kind;
 /// A vertex-triangle or edge-edge pair in global vertex indices, ordered as [`Kind`] expects
 /// (`[p, a, b, c]` or `[p0, p1, q0, q1]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Feature {
+pub(crate) struct Feature {
     /// Vertex-triangle or edge-edge.
     pub kind: Kind,
     /// The four vertices.
@@ -21,7 +21,7 @@ pub struct Feature {
 /// `tri_edges[t]` are the indices into `edges` of triangle `t`'s three edges; edges are sorted
 /// `[low, high]` pairs in increasing order, so every table is a pure function of the triangles.
 #[derive(Clone, Debug, Default)]
-pub struct Primitives {
+pub(crate) struct Primitives {
     /// Triangles.
     pub triangles: Vec<[u32; 3]>,
     /// Unique edges, sorted.
@@ -34,7 +34,7 @@ pub struct Primitives {
 
 impl Primitives {
     /// The primitives of `triangles` over `vertex_count` vertices.
-    pub fn new(triangles: &[[u32; 3]], vertex_count: usize) -> Self {
+    pub(crate) fn new(triangles: &[[u32; 3]], vertex_count: usize) -> Self {
         let mut edges: Vec<[u32; 2]> = triangles
             .iter()
             .flat_map(|t| [[t[0], t[1]], [t[1], t[2]], [t[2], t[0]]])
@@ -76,12 +76,12 @@ impl Primitives {
     }
 
     /// Number of broad-phase items: triangles, then isolated vertices.
-    pub fn item_count(&self) -> usize {
+    pub(crate) fn item_count(&self) -> usize {
         self.triangles.len() + self.isolated.len()
     }
 
     /// The vertices of broad-phase item `i` (a triangle or an isolated vertex).
-    pub fn item_vertices(&self, i: usize) -> &[u32] {
+    pub(crate) fn item_vertices(&self, i: usize) -> &[u32] {
         match self.triangles.get(i) {
             Some(t) => t,
             None => std::slice::from_ref(&self.isolated[i - self.triangles.len()]),
@@ -91,7 +91,7 @@ impl Primitives {
     /// Appends the feature pairs of items `a` and `b` that `keep` accepts, as keys: each vertex
     /// of one against the other's triangle (`vt`: vertex << 32 | triangle), each edge against
     /// each edge (`ee`: low edge << 32 | high edge). Pairs that share a vertex are skipped.
-    pub fn features_of(
+    pub(crate) fn features_of(
         &self,
         a: usize,
         b: usize,
@@ -136,7 +136,7 @@ impl Primitives {
     }
 
     /// The feature of a vertex-triangle key.
-    pub fn vertex_triangle(&self, key: u64) -> Feature {
+    pub(crate) fn vertex_triangle(&self, key: u64) -> Feature {
         let [x, y, z] = self.triangles[(key & 0xFFFF_FFFF) as usize];
         Feature {
             kind: Kind::VertexTriangle,
@@ -145,7 +145,7 @@ impl Primitives {
     }
 
     /// The feature of edges `lo` and `hi`.
-    pub fn edge_edge(&self, lo: u32, hi: u32) -> Feature {
+    pub(crate) fn edge_edge(&self, lo: u32, hi: u32) -> Feature {
         let [p0, p1] = self.edges[lo as usize];
         let [q0, q1] = self.edges[hi as usize];
         Feature {

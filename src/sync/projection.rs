@@ -23,7 +23,7 @@ const CG_TOLERANCE: f64 = 1e-12;
 
 /// What a projection did.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct ProjectionReport {
+pub(crate) struct ProjectionReport {
     /// Conjugate-gradient iterations (normal solve plus friction solve).
     pub iterations: u32,
 }
@@ -31,7 +31,7 @@ pub struct ProjectionReport {
 /// Projects the velocities `v` of the zone with `constraints` (targets `targets`, one per
 /// constraint), then applies friction `mu`. `scratch` is a per-vertex buffer, all zero on entry
 /// and on return.
-pub fn project(
+pub(crate) fn project(
     constraints: &[Constraint],
     targets: &[f64],
     mu: f64,

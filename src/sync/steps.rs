@@ -15,7 +15,7 @@ use crate::{Frame, FrameSink, FrameSource, Model, RunError, RunStats, Stepper};
 /// Steps of equal length `h`, the largest that divides the frame interval and is at most the
 /// requested step, counted from time 0 (frame times are exact multiples of the interval).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct FixedSteps {
+pub(crate) struct FixedSteps {
     frame_interval: f64,
     steps_per_frame: u64,
     step: f64,
@@ -23,7 +23,11 @@ pub struct FixedSteps {
 
 impl FixedSteps {
     /// The steps for `requested` (s); `field` names the setting in errors.
-    pub fn new(frame_interval: f64, requested: f64, field: &str) -> Result<Self, SceneError> {
+    pub(crate) fn new(
+        frame_interval: f64,
+        requested: f64,
+        field: &str,
+    ) -> Result<Self, SceneError> {
         let steps_per_frame = (frame_interval / requested).ceil().max(1.0);
         if steps_per_frame > 1e9 {
             return Err(SceneError::new(
@@ -41,25 +45,25 @@ impl FixedSteps {
     }
 
     /// The step `h` (s).
-    pub fn step(&self) -> f64 {
+    pub(crate) fn step(&self) -> f64 {
         self.step
     }
 
     /// The start time of step `n`.
-    pub fn time_of(&self, n: u64) -> f64 {
+    pub(crate) fn time_of(&self, n: u64) -> f64 {
         let frames = n / self.steps_per_frame;
         frames as f64 * self.frame_interval + (n % self.steps_per_frame) as f64 * self.step
     }
 
     /// The frame that the start of step `n` is, if it is one.
-    pub fn frame_at(&self, n: u64) -> Option<u64> {
+    pub(crate) fn frame_at(&self, n: u64) -> Option<u64> {
         (n % self.steps_per_frame == 0).then_some(n / self.steps_per_frame)
     }
 }
 
 /// What is due next in a fixed-step run.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Due {
+pub(crate) enum Due {
     /// Write frame `index` at `time` (the end of the last step taken).
     Frame {
         /// Frame number.
@@ -78,7 +82,7 @@ pub enum Due {
 
 /// Where a fixed-step run is: the steps taken and the next frame to write.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// The step clock.
     pub clock: FixedSteps,
     /// Steps taken.
@@ -89,7 +93,7 @@ pub struct Progress {
 
 impl Progress {
     /// No step taken yet.
-    pub fn new(clock: FixedSteps) -> Self {
+    pub(crate) fn new(clock: FixedSteps) -> Self {
         Self {
             clock,
             steps: 0,
@@ -98,13 +102,13 @@ impl Progress {
     }
 
     /// The end of the last step taken.
-    pub fn time(&self) -> f64 {
+    pub(crate) fn time(&self) -> f64 {
         self.clock.time_of(self.steps)
     }
 
     /// Hands `act` the frames (at step ends that are frame times, and at time 0) and the steps
     /// whose end is at most `until`, in order.
-    pub fn run<E>(
+    pub(crate) fn run<E>(
         &mut self,
         until: f64,
         mut act: impl FnMut(Due) -> Result<(), E>,
@@ -213,7 +217,7 @@ pub(crate) fn uniform_steps(model: &Model, h: f64, out: &mut Vec<f64>) {
 /// The largest coordinate, and motion over a step in a coordinate, that continuous collision
 /// detection resolves (cm): its cubics multiply three coordinate differences, which stay
 /// below `f64::MAX` with a wide margin up to here.
-pub const COORDINATE_LIMIT: f64 = 1e100;
+pub(crate) const COORDINATE_LIMIT: f64 = 1e100;
 
 /// Checks that every position and velocity of `model` at `time` is finite, and that every
 /// position and its motion over a step of length `h` is within [`COORDINATE_LIMIT`]: a step
@@ -232,7 +236,7 @@ fn resolvable(model: &Model, time: f64, h: f64) -> Result<(), RunError> {
 }
 
 /// The scripted vertices of `scripts`: each vertex's index, script and position in `x`.
-pub fn script_origins(scripts: &[ScriptedMotion], x: &[DVec3]) -> Vec<(u32, usize, DVec3)> {
+pub(crate) fn script_origins(scripts: &[ScriptedMotion], x: &[DVec3]) -> Vec<(u32, usize, DVec3)> {
     scripts
         .iter()
         .enumerate()
@@ -244,7 +248,7 @@ pub fn script_origins(scripts: &[ScriptedMotion], x: &[DVec3]) -> Vec<(u32, usiz
 /// Moves the scripted vertices to their positions at `t` and gives them the average velocity
 /// of their script over `[t, t_next]`, `h = t_next - t` (so their positions at step ends are
 /// exact).
-pub fn apply_scripts(
+pub(crate) fn apply_scripts(
     origins: &[(u32, usize, DVec3)],
     scripts: &[ScriptedMotion],
     (t, t_next, h): (f64, f64, f64),

@@ -8,20 +8,20 @@ use super::constraint::Constraint;
 /// Disjoint sets over vertex indices, with path halving and union by smaller root index (so the
 /// representative of a set is a pure function of the unions made, in any order).
 #[derive(Clone, Debug, Default)]
-pub struct UnionFind {
+pub(crate) struct UnionFind {
     parent: Vec<u32>,
 }
 
 impl UnionFind {
     /// `n` singleton sets.
-    pub fn new(n: usize) -> Self {
+    pub(crate) fn new(n: usize) -> Self {
         Self {
             parent: (0..n as u32).collect(),
         }
     }
 
     /// The representative of `i`'s set: its smallest member.
-    pub fn find(&mut self, mut i: u32) -> u32 {
+    pub(crate) fn find(&mut self, mut i: u32) -> u32 {
         while self.parent[i as usize] != i {
             let grand = self.parent[self.parent[i as usize] as usize];
             self.parent[i as usize] = grand;
@@ -31,7 +31,7 @@ impl UnionFind {
     }
 
     /// Merges the sets of `a` and `b`.
-    pub fn union(&mut self, a: u32, b: u32) {
+    pub(crate) fn union(&mut self, a: u32, b: u32) {
         let (ra, rb) = (self.find(a), self.find(b));
         if ra != rb {
             let (lo, hi) = (ra.min(rb), ra.max(rb));
@@ -42,7 +42,7 @@ impl UnionFind {
 
 /// One impact zone: its free vertices (sorted) and its constraints (sorted by feature).
 #[derive(Clone, Debug, Default)]
-pub struct Zone {
+pub(crate) struct Zone {
     /// Free vertices of the zone.
     pub free: Vec<u32>,
     /// Collisions (constraints) of the zone.
@@ -52,7 +52,11 @@ pub struct Zone {
 /// Groups `constraints` (sorted by feature) into zones of the sets in `sets`, keyed by their
 /// representative; zones come out ordered by representative. Only free vertices
 /// (`inv_mass > 0`) join zones.
-pub fn group(constraints: &[Constraint], sets: &mut UnionFind, inv_mass: &[f64]) -> Vec<Zone> {
+pub(crate) fn group(
+    constraints: &[Constraint],
+    sets: &mut UnionFind,
+    inv_mass: &[f64],
+) -> Vec<Zone> {
     let mut keyed: Vec<(u32, usize)> = Vec::with_capacity(constraints.len());
     for (i, c) in constraints.iter().enumerate() {
         let free = c
@@ -93,7 +97,7 @@ pub fn group(constraints: &[Constraint], sets: &mut UnionFind, inv_mass: &[f64])
 
 /// Why a rigid impact zone could not be formed.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Disagreement {
+pub(crate) struct Disagreement {
     /// Two immovable vertices of the zone whose prescribed velocities differ.
     pub vertices: [u32; 2],
 }
@@ -105,7 +109,7 @@ pub struct Disagreement {
 /// Immovable vertices (fixed or scripted) have infinite mass: they dominate the zone, which
 /// then moves with their velocity; if two of them move differently no rigid motion exists
 /// (thesis §3.1) and the zone is left unchanged.
-pub fn rigidify(
+pub(crate) fn rigidify(
     zone: &Zone,
     x: &[DVec3],
     v: &mut [DVec3],

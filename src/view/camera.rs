@@ -5,7 +5,7 @@ use glam::DVec3;
 
 /// A perspective camera.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Camera {
+pub(crate) struct Camera {
     /// Where it looks from (cm).
     pub eye: DVec3,
     /// Where it looks at (cm).
@@ -15,14 +15,14 @@ pub struct Camera {
 }
 
 /// The direction from the target to the eye of the default view (front, right, above).
-pub const VIEW_DIRECTION: DVec3 = DVec3::new(0.55, 0.45, 1.0);
+pub(crate) const VIEW_DIRECTION: DVec3 = DVec3::new(0.55, 0.45, 1.0);
 
 /// The vertical field of view of the default view: 35 degrees.
-pub const FOV_Y: f64 = 35.0 * std::f64::consts::PI / 180.0;
+pub(crate) const FOV_Y: f64 = 35.0 * std::f64::consts::PI / 180.0;
 
 impl Camera {
     /// The default view of the box `lo .. hi` in a picture of aspect `width / height`.
-    pub fn framing(lo: DVec3, hi: DVec3, aspect: f64) -> Self {
+    pub(crate) fn framing(lo: DVec3, hi: DVec3, aspect: f64) -> Self {
         let target = 0.5 * (lo + hi);
         let radius = (0.5 * (hi - lo).length()).max(1e-3);
         let half = 0.5 * FOV_Y;
@@ -37,7 +37,7 @@ impl Camera {
     }
 
     /// The camera's basis: right, up, and forward (towards the target), unit vectors.
-    pub fn basis(&self) -> (DVec3, DVec3, DVec3) {
+    pub(crate) fn basis(&self) -> (DVec3, DVec3, DVec3) {
         let forward = (self.target - self.eye).normalize();
         let right = forward.cross(DVec3::Y).normalize();
         (right, right.cross(forward), forward)
@@ -45,7 +45,7 @@ impl Camera {
 
     /// `p` in a picture of `width x height` pixels: `(x, y, depth)`, x right and y down from
     /// the top-left corner, depth the distance along the view; `None` behind the camera.
-    pub fn project(&self, p: DVec3, width: f64, height: f64) -> Option<(f64, f64, f64)> {
+    pub(crate) fn project(&self, p: DVec3, width: f64, height: f64) -> Option<(f64, f64, f64)> {
         let (right, up, forward) = self.basis();
         let d = p - self.eye;
         let depth = d.dot(forward);

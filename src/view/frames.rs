@@ -126,7 +126,7 @@ impl FrameSet {
 
     /// Each frame's time (s) from the run's `energy.csv` (its first column, a row per frame),
     /// when it has a row for every frame.
-    pub fn times(&self) -> Option<Vec<f64>> {
+    pub(crate) fn times(&self) -> Option<Vec<f64>> {
         let text = std::fs::read_to_string(self.dir.join("energy.csv")).ok()?;
         let times: Vec<f64> = text
             .lines()

@@ -2,7 +2,7 @@
 //! page that plays them with WebGL ([`page`]), `acm render` draws one as a shaded PNG on the CPU
 //! ([`raster`]). Both read the OBJ or PLY frames of an output directory ([`frames`]).
 
-pub mod camera;
+pub(crate) mod camera;
 pub mod frames;
 pub mod page;
 mod palette;
