@@ -5,7 +5,7 @@ Type stubs of the compiled module `acm`. Units are cgs: cm, g, s.
 
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
-from typing import Any, Optional, Union
+from typing import Any, Optional, TypedDict, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,19 @@ Vector = tuple[float, float, float]
 FrameCallback = Callable[[int, float, Floats, Floats], object]
 """`on_frame(index, time, positions, velocities)`: the frame's number from 0, its time (s),
 and new (n, 3) arrays of positions (cm) and velocities (cm/s). It may call the simulation."""
+
+class Bodies(TypedDict):
+    """Rigid bodies now, in the profile's `[[body]]` order (`Simulation.bodies`)."""
+
+    names: list[str]
+    positions: Floats
+    """Centres of mass (cm), shape (k, 3)."""
+    orientations: Floats
+    """Unit quaternions `(x, y, z, w)`, scalar last, shape (k, 4)."""
+    velocities: Floats
+    """Linear velocities (cm/s), shape (k, 3)."""
+    angular_velocities: Floats
+    """Angular velocities (rad/s, world frame), shape (k, 3)."""
 
 class InputError(ValueError):
     """Bad input: a profile, scene, argument or array that acm cannot use (the message names it)."""
@@ -69,13 +82,18 @@ class Scene:
     def vertex_count(self) -> int: ...
 
 class Simulation:
-    """A running simulation of a `Scene`, on `threads` worker threads (default: one per core)."""
+    """A running simulation of a `Scene` by the method its `integrator.method` names, on
+    `threads` worker threads (default: one per core)."""
 
     def __init__(self, scene: Scene, threads: Optional[int] = None) -> None: ...
     def run_until(self, t: float, on_frame: Optional[FrameCallback] = None) -> None:
-        """Processes every event up to and including time `t` (s), not before now."""
+        """Processes every event up to and including time `t` (s), not before now (a
+        fixed-step method takes every step that ends by `t`)."""
     def step(self, on_frame: Optional[FrameCallback] = None) -> Optional[tuple[float, str]]:
-        """Processes the next event: `(time, kind)`, or `None` when no event is left."""
+        """Processes the next event: `(time, kind)`, or `None` when no event is left (ACM)."""
+    @property
+    def method(self) -> str:
+        """The method: `"acm"`, `"sync"`, `"implicit"` or `"oba"`."""
     @property
     def time(self) -> float:
         """The current simulated time (s)."""
@@ -83,7 +101,8 @@ class Simulation:
     def stats(self) -> dict[str, Any]:
         """What the run did so far, with the names of `stats.json`."""
     def positions(self, t: Optional[float] = None) -> Floats:
-        """Every vertex's position (cm) at time `t` (default: now), shape (n, 3)."""
+        """Every vertex's position (cm) at time `t` (default: now; later only under ACM),
+        shape (n, 3)."""
     def velocities(self) -> Floats:
         """Every vertex's velocity now (cm/s), shape (n, 3)."""
     def triangles(self) -> Indices:
@@ -92,7 +111,10 @@ class Simulation:
     def objects(self) -> list[tuple[str, int, int]]:
         """Per object: `(name, first_vertex, vertex_count)`."""
     def set_velocity(self, vertices: IndexLike, v: ArrayLike) -> None:
-        """Sets the velocity (cm/s) of `vertices` from now on: one (3,) or one each (k, 3)."""
+        """Sets the velocity (cm/s) of `vertices` from now on: one (3,) or one each (k, 3)
+        (ACM)."""
+    def bodies(self) -> Bodies:
+        """The rigid bodies now (`integrator = "oba"` only)."""
     def check(self, positions: Optional[ArrayLike] = None, cutoff: float = 1.0) -> dict[str, Any]:
         """The exact intersection audit of `positions` (default: now), as `acm check` reports."""
 

@@ -13,6 +13,7 @@
 //! released.
 
 mod arrays;
+mod driver;
 mod generators;
 mod scene;
 mod simulation;

@@ -5,25 +5,28 @@ use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use acm::check::{audit_positions, AuditReport};
-use acm::scene::Method;
-use acm::{Frame, FrameSink, FrameSource, RunError, Stepper};
+use acm::{Frame, FrameSink, FrameSource, RunError};
 use glam::DVec3;
 use numpy::{AllowTypeChange, PyArray2, PyArrayLike1, PyArrayLike2, PyArrayLikeDyn};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
+use crate::driver::Driver;
 use crate::scene::Scene;
 use crate::{arrays, to_python, InputError};
 
-/// A running simulation of a `Scene`.
+/// A running simulation of a `Scene`, by the method its `integrator.method` names.
 ///
 /// `Simulation(scene, threads=None)` builds it (checking every value of the scene) on a pool of
 /// `threads` worker threads (default: one per core; at most 4 per logical core or 64, else
 /// `acm.InputError`, a `ValueError`); the output is the same, bit for bit, on any number of
-/// threads.
+/// threads. Every method runs (`run_until`) and reads back (`positions`, `stats`, ...) the same
+/// way; only ACM's event loop also steps one event at a time and is steered (`step`,
+/// `set_velocity`), and rigid bodies (`integrator = "oba"`) read back as bodies (`bodies`).
 #[pyclass(module = "acm")]
 #[derive(Debug)]
 pub(crate) struct Simulation {
-    sim: acm::Simulation,
+    sim: Driver,
     pool: rayon::ThreadPool,
 }
 
@@ -109,7 +112,7 @@ impl Simulation {
         &mut self,
         py: Python<'_>,
         capture: bool,
-        advance: impl FnOnce(&mut acm::Simulation, &mut dyn FrameSink) -> Result<T, RunError> + Send,
+        advance: impl FnOnce(&mut Driver, &mut dyn FrameSink) -> Result<T, RunError> + Send,
     ) -> PyResult<(T, Option<FrameArgs>)> {
         let mut sink = FrameCapture {
             wanted: capture,
@@ -137,7 +140,7 @@ impl Simulation {
             (_, Some(signal)) => Err(signal),
             (Some(Err(e)), None) => Err(crate::RunError::new_err(format!(
                 "{}: {e}",
-                self.sim.model().name()
+                self.sim.source().model().name()
             ))),
             (None, None) => Err(crate::RunError::new_err(
                 "the engine stopped without a result",
@@ -147,7 +150,7 @@ impl Simulation {
 
     /// `t`, or now when `None`; it must not be earlier than now.
     fn at(&self, t: Option<f64>) -> PyResult<f64> {
-        let now = self.sim.time();
+        let now = self.sim.source().time();
         match t {
             None => Ok(now),
             Some(t) if t.is_finite() && t >= now => Ok(t),
@@ -155,6 +158,26 @@ impl Simulation {
                 "t must be a time >= the current time {now} s, got {t}"
             ))),
         }
+    }
+
+    /// Every vertex's position at `t` (not before now): ACM extends each vertex's straight-line
+    /// motion; the fixed-step methods have positions at the end of their last step only.
+    fn positions_at(&self, t: f64) -> PyResult<Vec<DVec3>> {
+        let source = self.sim.source();
+        let mut positions = Vec::new();
+        match &self.sim {
+            Driver::Acm(sim) => sim.model().positions_at(t, &mut positions),
+            _ if t == source.time() => positions.clone_from(&source.model().state().x),
+            _ => {
+                return Err(InputError::new_err(format!(
+                    "t = {t} s: integrator = {} has positions at the end of its last step \
+                     ({} s) only; run_until(t) first",
+                    self.sim.method_name(),
+                    source.time()
+                )))
+            }
+        }
+        Ok(positions)
     }
 }
 
@@ -176,30 +199,23 @@ impl Simulation {
             .build()
             .map_err(|e| crate::RunError::new_err(format!("cannot start the thread pool: {e}")))?;
         let scene = &scene.scene;
-        if scene.integrator.method != Method::Acm {
-            let method = format!("{:?}", scene.integrator.method).to_lowercase();
-            return Err(InputError::new_err(format!(
-                "{}: integrator = {method} runs from the command line (acm run); the Python \
-                 module runs ACM's event loop",
-                scene.name
-            )));
-        }
         let mut sim = py
-            .detach(|| pool.install(|| acm::Simulation::new(scene)))
+            .detach(|| pool.install(|| Driver::new(scene)))
             .map_err(|e| InputError::new_err(format!("{}: {e}", scene.name)))?;
-        sim.stop_when(&STOP);
+        sim.stepper().stop_when(&STOP);
         Ok(Self { sim, pool })
     }
 
     /// Processes every event up to and including time `t` (s), which must not be before
-    /// now. `on_frame(index, time, positions, velocities)`, if given, receives each frame
+    /// now (a fixed-step method takes every step that ends by `t`).
+    /// `on_frame(index, time, positions, velocities)`, if given, receives each frame
     /// reached on the way (every `frame_interval`): new float64 arrays (n, 3) in cm and cm/s.
     /// It runs between two events, so it may read or steer the simulation (`time`,
     /// `set_velocity`, ...); an exception it raises stops the run there and is raised again.
     #[pyo3(signature = (t, on_frame = None))]
     fn run_until(slf: &Bound<'_, Self>, t: f64, on_frame: Option<Py<PyAny>>) -> PyResult<()> {
         let py = slf.py();
-        let now = slf.borrow().sim.time();
+        let now = slf.borrow().sim.source().time();
         if !(t.is_finite() && t >= 0.0) {
             return Err(InputError::new_err(format!(
                 "t must be a time >= 0, got {t}"
@@ -214,16 +230,18 @@ impl Simulation {
         let Some(on_frame) = on_frame else {
             let mut this = slf.borrow_mut();
             return this
-                .advance(py, false, |sim, sink| sim.run_until(t, sink))
+                .advance(py, false, |sim, sink| sim.stepper().run_until(t, sink))
                 .map(drop);
         };
         // To each frame's time, then the callback with the simulation free, and on.
         loop {
             let (stop, frame) = {
                 let mut this = slf.borrow_mut();
-                let next = this.sim.stats().run.frames as f64 * this.sim.model().frame_interval();
+                let source = this.sim.source();
+                let next = source.run_stats().frames as f64 * source.model().frame_interval();
                 let stop = next.min(t);
-                let ((), frame) = this.advance(py, true, |sim, sink| sim.run_until(stop, sink))?;
+                let ((), frame) =
+                    this.advance(py, true, |sim, sink| sim.stepper().run_until(stop, sink))?;
                 (stop, frame)
             };
             match frame {
@@ -243,13 +261,17 @@ impl Simulation {
 
     /// Processes the next event and returns `(time, kind)` (`kind` as `"Force"`, `"Snapshot"`,
     /// `"Certificate"`, ...), or `None` when no event is left. A snapshot is handed to
-    /// `on_frame(index, time, positions, velocities)`, as by `run_until`.
+    /// `on_frame(index, time, positions, velocities)`, as by `run_until`. ACM only.
     #[pyo3(signature = (on_frame = None))]
     fn step(slf: &Bound<'_, Self>, on_frame: Option<Py<PyAny>>) -> PyResult<Option<(f64, String)>> {
         let py = slf.py();
+        slf.borrow_mut().sim.acm("step()")?;
         let (processed, frame) =
             slf.borrow_mut()
-                .advance(py, on_frame.is_some(), |sim, sink| sim.step(sink))?;
+                .advance(py, on_frame.is_some(), |sim, sink| match sim {
+                    Driver::Acm(sim) => sim.step(sink),
+                    _ => Ok(None),
+                })?;
         if let (Some(on_frame), Some(frame)) = (on_frame, frame) {
             on_frame.call1(py, frame)?;
         }
@@ -259,39 +281,76 @@ impl Simulation {
     /// The current simulated time (s): every event before it has been processed.
     #[getter]
     fn time(&self) -> f64 {
-        self.sim.time()
+        self.sim.source().time()
+    }
+
+    /// The method that runs the scene, as `integrator.method` names it: `"acm"`, `"sync"`,
+    /// `"implicit"` or `"oba"`.
+    #[getter]
+    fn method(&self) -> &'static str {
+        self.sim.method_name()
     }
 
     /// What the run did so far, with the names of `stats.json`.
     #[getter]
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_python(py, self.sim.stats())
+        to_python(py, &self.sim.stats_json())
     }
 
     /// Every vertex's position (cm) at time `t` (default: now), a new float64 array of shape
-    /// (n, 3). A later `t` extends each vertex's current straight-line motion.
+    /// (n, 3). Under ACM a later `t` extends each vertex's current straight-line motion; the
+    /// fixed-step methods take no later `t`. Rigid bodies' vertices are their posed surfaces.
     #[pyo3(signature = (t = None))]
     fn positions<'py>(
         &self,
         py: Python<'py>,
         t: Option<f64>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let t = self.at(t)?;
-        let state = self.sim.model().state();
-        Ok(arrays::to_numpy(py, state.len(), |i| {
-            state.position_at(i, t)
-        }))
+        let positions = self.positions_at(self.at(t)?)?;
+        Ok(arrays::to_numpy(py, positions.len(), |i| positions[i]))
     }
 
     /// Every vertex's velocity now (cm/s), a new float64 array of shape (n, 3).
     fn velocities<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
-        let v = &self.sim.model().state().v;
+        let v = &self.sim.source().model().state().v;
         arrays::to_numpy(py, v.len(), |i| v[i])
     }
 
     /// The triangles over all objects (global vertex indices), an int64 array of shape (m, 3).
     fn triangles<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
-        arrays::triangles_to_numpy(py, self.sim.model().triangles())
+        arrays::triangles_to_numpy(py, self.sim.source().model().triangles())
+    }
+
+    /// The rigid bodies now (`integrator = "oba"` only), in the order of the profile's
+    /// `[[body]]` tables: a dict of `names` (list of str), `positions` (centres of mass, cm),
+    /// `orientations` (unit quaternions `(x, y, z, w)`, scalar last, as
+    /// `scipy.spatial.transform.Rotation.from_quat` reads them), `velocities` (cm/s) and
+    /// `angular_velocities` (rad/s, world frame): float64 arrays of shape (k, 3) or (k, 4).
+    fn bodies<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let Driver::Oba(sim) = &self.sim else {
+            return Err(InputError::new_err(format!(
+                "{}: bodies() reads rigid bodies, which integrator = oba moves; integrator = {} \
+                 runs every object (a [[body]] too) as a deformable surface: read positions()",
+                self.sim.source().model().name(),
+                self.sim.method_name()
+            )));
+        };
+        let bodies = sim.bodies();
+        let vectors = |f: &dyn Fn(usize) -> DVec3| arrays::to_numpy(py, bodies.len(), f);
+        let dict = PyDict::new(py);
+        let names: Vec<&str> = bodies.iter().map(|b| b.name.as_str()).collect();
+        dict.set_item("names", names)?;
+        dict.set_item("positions", vectors(&|b| bodies[b].pose.position))?;
+        let quaternions: Vec<Vec<f64>> = (bodies.iter())
+            .map(|b| b.pose.orientation.to_array().to_vec())
+            .collect();
+        dict.set_item("orientations", PyArray2::from_vec2(py, &quaternions)?)?;
+        dict.set_item("velocities", vectors(&|b| bodies[b].velocity))?;
+        dict.set_item(
+            "angular_velocities",
+            vectors(&|b| bodies[b].angular_velocity),
+        )?;
+        Ok(dict)
     }
 
     /// Per object, in order: `(name, first_vertex, vertex_count)`; global vertex `first_vertex +
@@ -299,6 +358,7 @@ impl Simulation {
     #[getter]
     fn objects(&self) -> Vec<(String, u32, u32)> {
         self.sim
+            .source()
             .model()
             .objects()
             .iter()
@@ -310,12 +370,13 @@ impl Simulation {
     /// velocity for all of them, shape (3,), or one each, shape (k, 3). Fixed vertices cannot
     /// be steered, nor scripted ones while their script has a key to come (it would replace the
     /// velocity); nothing changes if any vertex is refused or missing, or any speed is beyond
-    /// what contact can resolve in the scene.
+    /// what contact can resolve in the scene. ACM only.
     fn set_velocity(
         &mut self,
         vertices: &Bound<'_, PyAny>,
         v: PyArrayLikeDyn<'_, f64, AllowTypeChange>,
     ) -> PyResult<()> {
+        let sim = self.sim.acm("set_velocity()")?;
         let vertices: PyArrayLike1<'_, i64, AllowTypeChange> =
             arrays::integers("vertices", vertices)?.extract()?;
         let vertices = arrays::indices("vertices", &vertices)?;
@@ -336,13 +397,11 @@ impl Simulation {
             }
         };
         for (j, &vertex) in vertices.iter().enumerate() {
-            self.sim
-                .check_velocity(vertex as usize, velocity(j))
+            sim.check_velocity(vertex as usize, velocity(j))
                 .map_err(|e| InputError::new_err(format!("vertices[{j}]: {e}")))?;
         }
         for (j, &vertex) in vertices.iter().enumerate() {
-            self.sim
-                .set_velocity(vertex as usize, velocity(j))
+            sim.set_velocity(vertex as usize, velocity(j))
                 .map_err(|e| InputError::new_err(format!("vertices[{j}]: {e}")))?;
         }
         Ok(())
@@ -363,22 +422,19 @@ impl Simulation {
                 "cutoff must be >= 0, got {cutoff}"
             )));
         }
+        let model = self.sim.source().model();
         let positions = match &positions {
             Some(p) => arrays::points("positions", p)?,
-            None => {
-                let mut now = Vec::new();
-                self.sim.model().positions_at(self.sim.time(), &mut now);
-                now
-            }
+            None => self.positions_at(self.sim.source().time())?,
         };
-        if positions.len() != self.sim.model().state().len() {
+        if positions.len() != model.state().len() {
             return Err(InputError::new_err(format!(
                 "positions: expected {} rows (one per vertex), got {}",
-                self.sim.model().state().len(),
+                model.state().len(),
                 positions.len()
             )));
         }
-        let triangles = self.sim.model().triangles();
+        let triangles = model.triangles();
         let mut report = AuditReport::default();
         py.detach(|| {
             self.pool
@@ -390,10 +446,11 @@ impl Simulation {
 
     fn __repr__(&self) -> String {
         format!(
-            "Simulation({:?}: {} vertices, t = {} s)",
-            self.sim.model().name(),
-            self.sim.model().state().len(),
-            self.sim.time()
+            "Simulation({:?}, {}: {} vertices, t = {} s)",
+            self.sim.source().model().name(),
+            self.sim.method_name(),
+            self.sim.source().model().state().len(),
+            self.sim.source().time()
         )
     }
 }

@@ -1,5 +1,6 @@
 """The Python package against the command line, and on scenes built from numpy arrays."""
 
+import json
 import os
 import signal
 import subprocess
@@ -13,6 +14,7 @@ import acm
 from conftest import REPO, read_obj_positions
 
 PROFILE = REPO / "profiles" / "sheet_on_sphere.toml"
+OBA_STACK = REPO / "profiles" / "oba_stack.toml"
 FRAMES = 4  # frames 0 .. 3 of the sheet dropped on a sphere: 0.12 s
 
 
@@ -59,6 +61,63 @@ def test_run_until_in_pieces_and_step_reach_the_same_state(cli_frames):
     event = sim.step()
     assert event is not None and event[0] >= 0.12 and isinstance(event[1], str)
     assert sim.time == event[0]
+
+
+@pytest.mark.parametrize(
+    "profile, settings, frames",
+    [
+        (OBA_STACK, {}, 4),
+        (PROFILE, {"integrator": "sync"}, 3),
+        (REPO / "profiles" / "sync_crushed_cylinder.toml", {"integrator": "implicit"}, 3),
+    ],
+    ids=["oba", "sync", "implicit"],
+)
+def test_every_method_runs_its_frames_as_the_command_line_does(
+    acm_bin, tmp_path, profile, settings, frames
+):
+    sets = [a for key, value in settings.items() for a in ("--set", f"{key}={value}")]
+    subprocess.run(
+        [acm_bin, "run", profile, "--frames", str(frames), "--out", tmp_path, *sets],
+        check=True,
+        capture_output=True,
+    )
+    expected = [read_obj_positions(p) for p in sorted(tmp_path.glob("frame_*.obj"))]
+    assert len(expected) == frames
+    sim = acm.Simulation(acm.load(profile, set=settings))
+    assert sim.method == settings.get("integrator", "oba")
+    got = []
+    end = (frames - 1) * acm.load(profile, set=settings).frame_interval
+    sim.run_until(end, on_frame=lambda i, t, x, v: got.append((i, x)))
+    assert [i for i, _ in got] == list(range(frames))
+    for (_, x), want in zip(got, expected):
+        assert np.array_equal(bits(x), bits(want))
+    assert not np.array_equal(expected[0], expected[-1])  # something moved
+    assert np.array_equal(bits(sim.positions()), bits(expected[-1]))
+    cli_stats = json.loads((tmp_path / "stats.json").read_text())
+    assert sorted(sim.stats) == sorted(cli_stats)  # the names of stats.json
+    assert sim.check()["intersecting_pairs"] == 0
+
+
+def test_rigid_bodies_read_back_as_poses_of_their_surfaces():
+    sim = acm.Simulation(acm.load(OBA_STACK))
+    start = sim.bodies()
+    sim.run_until(0.2)
+    bodies = sim.bodies()
+    k = len(bodies["names"])
+    assert bodies["names"] == start["names"] == [name for name, _, _ in sim.objects]
+    assert bodies["positions"].shape == (k, 3) and bodies["orientations"].shape == (k, 4)
+    assert bodies["velocities"].shape == bodies["angular_velocities"].shape == (k, 3)
+    assert np.allclose(np.linalg.norm(bodies["orientations"], axis=1), 1.0, rtol=0, atol=1e-12)
+    # A cube's vertices average to its centre of mass, wherever the run has moved it.
+    x = sim.positions()
+    cubes = [b for b, (name, first, count) in enumerate(sim.objects) if count == 8]
+    assert cubes
+    for b in cubes:
+        _, first, count = sim.objects[b]
+        centre = x[first:first + count].mean(axis=0)
+        assert np.allclose(centre, bodies["positions"][b], rtol=0, atol=1e-9)
+    moved = np.linalg.norm(bodies["positions"] - start["positions"], axis=1)
+    assert moved.max() > 0.1  # the cubes fell, so the check above is not of the start
 
 
 def test_stats_and_audit():
@@ -255,10 +314,15 @@ def test_two_simulations_on_two_python_threads_equal_one_alone():
         (lambda: acm.Simulation(acm.load(PROFILE), threads=10**6),
          r"threads 1000000 is more than this machine can use: it has \d+ logical cores; "
          r"use at most \d+"),
-        (lambda: acm.Simulation(acm.load(PROFILE, set={"integrator": "sync"})),
-         "sheet_on_sphere: integrator = sync runs from the command line"),
-        (lambda: acm.Simulation(acm.load(REPO / "profiles" / "oba_stack.toml")),
-         "oba_stack: integrator = oba runs from the command line"),
+        (lambda: acm.Simulation(acm.load(OBA_STACK)).step(),
+         r"oba_stack: step\(\) needs ACM's event loop; integrator = oba advances in fixed steps"),
+        (lambda: acm.Simulation(acm.load(PROFILE, set={"integrator": "sync"}))
+         .set_velocity([0], [0.0, 0.0, 0.0]),
+         r"sheet_on_sphere: set_velocity\(\) needs ACM's event loop; integrator = sync"),
+        (lambda: acm.Simulation(acm.load(PROFILE)).bodies(),
+         r"sheet_on_sphere: bodies\(\) reads rigid bodies, which integrator = oba moves"),
+        (lambda: acm.Simulation(acm.load(OBA_STACK)).positions(t=0.5),
+         r"t = 0.5 s: integrator = oba has positions at the end of its last step \(0 s\) only"),
         (lambda: acm.Scene().add_object("s", np.zeros((3, 2)), [[0, 1, 2]]),
          r"object\[0\].vertices: expected shape \(n, 3\)"),
         (lambda: acm.Scene().add_object("s", np.zeros((3, 3)), [[0, 1, -2]]),
