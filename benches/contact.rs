@@ -5,7 +5,7 @@ use acm::check::audit_frame;
 use acm::kds::slab::{build_slab, failure_time};
 use acm::mesh::sheet;
 use acm::penalty::closest::{edge_edge, vertex_triangle};
-use acm::penalty::impulse::{vertex_triangle_impulse, PenaltyParams};
+use acm::penalty::impulse::{vertex_triangle_impulse, PairHistory, PenaltyParams};
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use glam::DVec3;
 
@@ -76,13 +76,17 @@ fn kernels(c: &mut Criterion) {
         cor: 0.5,
         mu: 0.3,
         friction_cap: false,
+        stack: None,
     };
     group.bench_function("penalty_impulse_vt", |b| {
         b.iter(|| {
             cases
                 .iter()
                 .map(|(x, v)| {
-                    vertex_triangle_impulse(*x, *v, [1.0; 4], black_box(&params)).impulses[0].y
+                    let history = PairHistory::default();
+                    vertex_triangle_impulse(*x, *v, [1.0; 4], &history, black_box(&params)).impulses
+                        [0]
+                    .y
                 })
                 .sum::<f64>()
         })

@@ -28,6 +28,8 @@ pub(super) struct Member {
     pub(super) key: ContactKey,
     /// The pair's id in the contact subsystem.
     pub(super) pair: u32,
+    /// Whether the member's last tick of this layer applied an impulse (false when it joins).
+    pub(super) acted: bool,
 }
 
 /// One event ticking its members on one layer's clock.
@@ -238,6 +240,7 @@ mod tests {
         Member {
             key: ContactKey::Feature(PairKey::VertexTriangle(v, 0)),
             pair: 10 + v,
+            acted: false,
         }
     }
 

@@ -16,8 +16,9 @@ use crate::mesh::{lumped_masses, Topology, TriMesh, TriangleList};
 use crate::scene::{Scene, SceneError, VertexSet};
 use crate::state::{VertexKind, VertexState};
 
-/// External forces tick this many times per frame when no elastic clock sets their pace.
-const EXTERNAL_TICKS_PER_FRAME: f64 = 100.0;
+/// The external clock (s) when no elastic clock sets its pace: what a hundredth of the frame
+/// interval gave the walkthrough's 0.02 s frames, now independent of the frames.
+const EXTERNAL_CLOCK_WITHOUT_ELEMENTS: f64 = 2e-4;
 
 /// The objects laid out in the global buffers.
 struct Placed {
@@ -91,8 +92,7 @@ impl Model {
         );
         let external = external_clock(scene, stretching, bending, &drag, &state);
         let gravity_clock = if binned && scene.integrator.clock.is_none() {
-            median_elastic_step(&springs, &hinges, &state)
-                .map_or(external, |h| dividing(scene.frame_interval, h))
+            median_elastic_step(&springs, &hinges, &state).unwrap_or(external)
         } else {
             external
         };
@@ -355,8 +355,9 @@ fn global_edges(topologies: &[Topology], objects: &[ObjectRange]) -> Vec<[u32; 2
 }
 
 /// The clock of drag and the prescribed forces (and the synchronous baselines' default step):
-/// `integrator.clock`, or the finest elastic clock (a hundredth of a frame without elastic
-/// elements), no coarser than drag's stable clock, made to divide the frame interval.
+/// `integrator.clock`, or the finest elastic clock ([`EXTERNAL_CLOCK_WITHOUT_ELEMENTS`] without
+/// elastic elements), no coarser than drag's stable clock. It does not depend on the frame
+/// interval: frames are sampled from the trajectory, so choosing them never changes the motion.
 fn external_clock(
     scene: &Scene,
     stretching: Option<ClockRange>,
@@ -371,12 +372,12 @@ fn external_clock(
         .map(|range| range.min)
         .reduce(f64::min);
     integ.clock.unwrap_or_else(|| {
-        let mut pace = elastic_min.unwrap_or(scene.frame_interval / EXTERNAL_TICKS_PER_FRAME);
+        let mut pace = elastic_min.unwrap_or(EXTERNAL_CLOCK_WITHOUT_ELEMENTS);
         let drag_rate = drag.max_rate(state);
         if drag_rate > 0.0 {
             pace = pace.min(integ.safety / drag_rate);
         }
-        dividing(scene.frame_interval, pace)
+        pace
     })
 }
 
@@ -485,17 +486,12 @@ fn makes_progress(scene: &Scene, clock: f64, object: usize) -> Result<(), SceneE
     ))
 }
 
-/// The largest clock no larger than `pace` that divides `frame_interval`.
-fn dividing(frame_interval: f64, pace: f64) -> f64 {
-    frame_interval / (frame_interval / pace).ceil()
-}
-
 /// The median over free vertices of each vertex's elastic step (the finest clock bin among the
-/// elements that touch it): gravity's pace when elastic clocks are binned, rounded down to divide
-/// the frame interval (DESIGN §4). Gravity is a linear potential, stable at any clock; sampling
-/// it as finely as the typical vertex already moves keeps its error at the elastic
-/// discretisation's, while the stiffest few elements no longer make every vertex take their
-/// clock. `None` when no elastic element moves a free vertex.
+/// elements that touch it): gravity's pace when elastic clocks are binned (DESIGN §4). Gravity
+/// is a linear potential, stable at any clock; sampling it as finely as the typical vertex
+/// already moves keeps its error at the elastic discretisation's, while the stiffest few
+/// elements no longer make every vertex take their clock. `None` when no elastic element moves
+/// a free vertex.
 fn median_elastic_step(
     springs: &SpringFamily,
     hinges: &HingeFamily,

@@ -16,26 +16,49 @@
 //! `g` is replaced by the part of `-v_rel` perpendicular to the longest edge of the pair, then by
 //! any unit vector perpendicular to that edge, then by `+z`.
 //!
-//! **Normal impulse.** `I = h r_eff (eta - d)` if `d < eta`, else 0, with `r_eff = cor * r` if the
-//! pair separates (`v_rel . n > 0`, restitution by biphasic stiffness, §4.3) and `r` otherwise.
-//! Vertex `i` receives `c_i I n`. For `cor = 1` this is exactly `-h dV/dx_i` for
-//! `V = 0.5 r (eta - d(x))^2` (closest-point envelope theorem: `dd/dx_i = c_i n`).
+//! **Normal impulse.** `I = h r_eff (eta - d) + I_damp` if `d < eta`, else 0, with
+//! `r_eff = cor * r` if the pair separates (`v_rel . n > 0`, restitution by biphasic stiffness,
+//! §4.3) and `r` otherwise. Vertex `i` receives `c_i I n`. For `cor = 1` (no damping) this is
+//! exactly `-h dV/dx_i` for `V = 0.5 r (eta - d(x))^2` (closest-point envelope theorem:
+//! `dd/dx_i = c_i n`).
 //!
-//! **Friction** (§4.3). With the tangential relative velocity `v_t = v_rel - (v_rel . n) n` and
-//! `tau = v_t / |v_t|`, the friction impulse on side A is `f = -F tau`, `F = mu |I|`, and vertex `i`
-//! receives `c_i f` (none when `v_t = 0`). Optional cap (`friction_cap`, off by default because
-//! the thesis does not cap: a cap breaks order independence of simultaneous events): since the
-//! pair's relative tangential velocity changes by `-K F tau` (the normal part changes only along
-//! `n`), `F = min(mu |I|, |v_t| / K)` can slow the relative sliding to zero but never reverse it
-//! (no cap when `K = 0`: then the impulse moves nothing).
+//! **Approach damping** (`cor < 1`, the strain-rate damping §4.3 mentions and leaves out): a
+//! dashpot on how far the gap closed since the pair's last tick within a layer,
+//! `I_damp = beta (d_last - d) / (h K)` while it closes (never pulling),
+//! `beta = (1 - cor) min(1, 2 h sqrt(r K))`: critical damping of the layer's spring at
+//! `cor = 0`. Over an interval the gap returns to where it was, as at rest under a steady load,
+//! it applies nothing, so the rest distance is the layer's.
+//!
+//! **Friction** (§4.3, with static friction the thesis leaves to future work). With the
+//! tangential relative velocity `v_t = v_rel - (v_rel . n) n`, a pair that has stuck keeps an
+//! *anchor*: the coefficients `c_i` of the tick it stuck at, so `sum_i c_i x_i` is the material
+//! offset it holds. The impulse that stops the sliding and takes the pair back to its anchor by
+//! the next tick is `J_s = -(v_t + o_t / h) / K` (`o_t` the tangential part of the anchor's
+//! offset). Within the cone, `|J_s| <= mu I`, it is applied (the pair sticks; the first such
+//! tick sets the anchor). Beyond it, if friction could still stop the sliding
+//! (`|v_t| <= mu H K`, `H >= I` the normal impulse of all the pair's active layers over this
+//! layer's clock, `PenaltyParams::stack`: a layer the pair barely reaches has too small a cone
+//! to hold it alone), `mu I` is applied towards the anchor and the anchor kept; otherwise the
+//! pair slides: kinetic friction `f = -mu I tau`, `tau = v_t / |v_t|`, and the anchor is reset
+//! to where it is. Side A receives `f`, vertex `i` `c_i f`. `K` is the pair's effective inverse
+//! mass `sum_i c_i^2 / m_i`, each vertex's mass split by the caller among the pairs of the tick
+//! that touch it (their impulses are computed side by side from the same state). Edge-edge
+//! pairs keep no anchor (nearly parallel edges' closest points slide along them): they stop
+//! their sliding only. The optional cap (`friction_cap`, off by default) bounds kinetic
+//! friction by `|v_t| / K` so it cannot reverse the sliding.
 //!
 //! **Conservation.** `sum_i c_i = 0`, so the impulses sum to zero: linear momentum is conserved
 //! to round-off. Angular momentum changes by `sum_i x_i x (c_i J) = (x_A - x_B) x J` for the
 //! common vector `J = I n + f`; the normal part has lever `x_A - x_B = d n` parallel to `n` and
-//! conserves it exactly (up to round-off; with the fallback normal `d ~ 0`), the friction part
-//! changes it by `d n x f`, an O(d) couple.
+//! conserves it exactly (up to round-off; with the fallback normal `d ~ 0`); the friction part
+//! would change it by the couple `d n x f`. Normal impulses `g_i n` on the free vertices, summing
+//! to zero, cancel that couple (`torque_free_couple`): angular momentum is conserved to
+//! round-off whenever three free vertices of the pair span the tangent plane. Otherwise (a
+//! pair against fixed or scripted vertices, which take the torque, or nearly collinear free
+//! vertices) the couple `|d f| <= eta mu I` is left.
 
 use super::closest::{edge_edge, vertex_triangle, TriangleFeature, TRIANGLE_PAIR_FEATURES};
+use super::layers::LayerSchedule;
 use glam::DVec3;
 
 /// Relative threshold (against the largest coordinate magnitude) below which the closest-point
@@ -54,6 +77,20 @@ pub struct PairImpulse<const N: usize> {
     pub normal: DVec3,
     /// Whether the pair separates: relative normal velocity `v_rel . n > 0`.
     pub separating: bool,
+    /// The pair's static-friction anchor after the tick (see [`PairHistory::anchor`]).
+    pub anchor: Option<[f64; 4]>,
+}
+
+/// What a pair's earlier ticks left for its next one (one contact episode; empty at its start).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PairHistory {
+    /// Where the pair sticks: the closest-point coefficients `c_i` at the tick the contact was
+    /// loaded without sliding, so that `sum_i c_i x_i` is the material offset it holds at zero
+    /// tangential displacement; `None` until then and after a slip resets it.
+    pub anchor: Option<[f64; 4]>,
+    /// The pair's distance at its last tick within a layer's thickness (any layer): how far
+    /// the gap closed since drives the approach damping.
+    pub gap: Option<f64>,
 }
 
 /// Parameters of one layer tick: `eta = eta(l)`, `r = r(l)`, `h = h(l)`, restitution and
@@ -70,8 +107,27 @@ pub struct PenaltyParams {
     pub cor: f64,
     /// Coulomb friction coefficient `mu`: tangential impulse `mu |I|`.
     pub mu: f64,
-    /// Cap friction so it cannot reverse the relative tangential velocity (default: off).
+    /// Cap kinetic friction so it cannot reverse the relative tangential velocity (default:
+    /// off).
     pub friction_cap: bool,
+    /// The layers holding the pair: their schedule and how many the pair has active. A tick
+    /// whose own cone cannot take the pair back to its anchor lets it slide (and the anchor
+    /// go) only if all of them together, over this layer's clock, could not stop its sliding;
+    /// `None`: this layer alone decides.
+    pub stack: Option<(LayerSchedule, u32)>,
+}
+
+impl PenaltyParams {
+    /// The friction impulse that all the pair's layers at `distance` could apply over this
+    /// layer's clock, at least `cone` (this layer's).
+    fn hold(&self, distance: f64, cone: f64) -> f64 {
+        self.stack.map_or(cone, |(schedule, layers)| {
+            let force: f64 = (1..=layers)
+                .map(|l| schedule.r(l) * (schedule.eta(l) - distance).max(0.0))
+                .sum();
+            (self.mu * self.h * force).max(cone)
+        })
+    }
 }
 
 /// Impulses of one tick of a penalty layer on a vertex-triangle pair.
@@ -86,6 +142,7 @@ pub fn vertex_triangle_impulse(
     x: [DVec3; 4],
     v: [DVec3; 4],
     inv_mass: [f64; 4],
+    history: &PairHistory,
     params: &PenaltyParams,
 ) -> PairImpulse<4> {
     let cl = vertex_triangle(x[0], x[1], x[2], x[3]);
@@ -96,7 +153,12 @@ pub fn vertex_triangle_impulse(
     let geometric = e1.cross(e2);
     let e3 = x[3] - x[2];
     let longest = longest_of([e1, e2, e3]);
-    pair_impulse(c, x, v, inv_mass, cl.distance, geometric, longest, params)
+    let geometry = Geometry {
+        distance: cl.distance,
+        geometric,
+        longest,
+    };
+    pair_impulse(c, x, v, inv_mass, geometry, history, params)
 }
 
 /// Impulses of one tick of a penalty layer on an edge-edge pair.
@@ -110,6 +172,7 @@ pub(crate) fn edge_edge_impulse(
     x: [DVec3; 4],
     v: [DVec3; 4],
     inv_mass: [f64; 4],
+    history: &PairHistory,
     params: &PenaltyParams,
 ) -> PairImpulse<4> {
     let cl = edge_edge(x[0], x[1], x[2], x[3]);
@@ -118,7 +181,22 @@ pub(crate) fn edge_edge_impulse(
     let d2 = x[3] - x[2];
     let geometric = d1.cross(d2);
     let longest = longest_of([d1, d2, d2]);
-    pair_impulse(c, x, v, inv_mass, cl.distance, geometric, longest, params)
+    let geometry = Geometry {
+        distance: cl.distance,
+        geometric,
+        longest,
+    };
+    // Nearly parallel edges' closest points slide along them as the pair moves, so their
+    // coefficients make no anchor: the pair's friction only stops its sliding.
+    let history = PairHistory {
+        anchor: None,
+        ..*history
+    };
+    let out = pair_impulse(c, x, v, inv_mass, geometry, &history, params);
+    PairImpulse {
+        anchor: None,
+        ..out
+    }
 }
 
 /// Impulses of one tick of a penalty layer on a pair of vertex-disjoint triangles
@@ -150,6 +228,7 @@ pub(crate) fn triangle_pair_impulse(
         distance: f64::INFINITY,
         normal: DVec3::Z,
         separating: false,
+        anchor: None,
     };
     for (f, (feature, &share)) in TRIANGLE_PAIR_FEATURES.iter().zip(shares).enumerate() {
         if far.skips(f) {
@@ -158,8 +237,12 @@ pub(crate) fn triangle_pair_impulse(
         let l = feature.verts();
         let (xf, vf, mf) = (l.map(|i| x[i]), l.map(|i| v[i]), l.map(|i| inv_mass[i]));
         let impulse = match feature {
-            TriangleFeature::VertexTriangle(_) => vertex_triangle_impulse(xf, vf, mf, params),
-            TriangleFeature::EdgeEdge(_) => edge_edge_impulse(xf, vf, mf, params),
+            TriangleFeature::VertexTriangle(_) => {
+                vertex_triangle_impulse(xf, vf, mf, &PairHistory::default(), params)
+            }
+            TriangleFeature::EdgeEdge(_) => {
+                edge_edge_impulse(xf, vf, mf, &PairHistory::default(), params)
+            }
         };
         if impulse.distance < params.eta {
             for (&i, j) in l.iter().zip(impulse.impulses) {
@@ -267,18 +350,26 @@ fn fallback_normal(geometric: DVec3, longest: DVec3, sep: DVec3, v_rel: DVec3) -
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The closest-point geometry of a feature pair: its distance, its geometric normal and its
+/// longest edge (for the fallback normal).
+#[derive(Clone, Copy, Debug)]
+struct Geometry {
+    distance: f64,
+    geometric: DVec3,
+    longest: DVec3,
+}
+
 #[inline]
 fn pair_impulse(
     c: [f64; 4],
     x: [DVec3; 4],
     v: [DVec3; 4],
     inv_mass: [f64; 4],
-    distance: f64,
-    geometric: DVec3,
-    longest: DVec3,
+    geometry: Geometry,
+    history: &PairHistory,
     params: &PenaltyParams,
 ) -> PairImpulse<4> {
+    let distance = geometry.distance;
     let sep = c[0] * x[0] + c[1] * x[1] + c[2] * x[2] + c[3] * x[3];
     let v_rel = c[0] * v[0] + c[1] * v[1] + c[2] * v[2] + c[3] * v[3];
     let scale = x[0]
@@ -291,7 +382,7 @@ fn pair_impulse(
     let normal = if sep_len > NORMAL_FALLBACK_REL * scale && sep_len.is_finite() {
         sep / sep_len
     } else {
-        fallback_normal(geometric, longest, sep, v_rel)
+        fallback_normal(geometry.geometric, geometry.longest, sep, v_rel)
     };
     let vn = v_rel.dot(normal);
     let separating = vn > 0.0;
@@ -303,6 +394,7 @@ fn pair_impulse(
             distance,
             normal,
             separating,
+            anchor: history.anchor,
         };
     }
     let r_eff = if separating {
@@ -310,33 +402,127 @@ fn pair_impulse(
     } else {
         params.r
     };
-    let i_n = params.h * r_eff * (params.eta - distance);
+    let k = c[0] * c[0] * inv_mass[0]
+        + c[1] * c[1] * inv_mass[1]
+        + c[2] * c[2] * inv_mass[2]
+        + c[3] * c[3] * inv_mass[3];
+    let i_n =
+        params.h * r_eff * (params.eta - distance) + approach_damping(distance, k, history, params);
     let mut j = i_n * normal;
     let vt = v_rel - vn * normal;
-    if params.mu != 0.0 {
-        if let Some(tau) = vt.try_normalize() {
-            let mut f = params.mu * i_n.abs();
-            if params.friction_cap {
-                let k = c[0] * c[0] * inv_mass[0]
-                    + c[1] * c[1] * inv_mass[1]
-                    + c[2] * c[2] * inv_mass[2]
-                    + c[3] * c[3] * inv_mass[3];
-                if k > 0.0 {
+    let mut anchor = history.anchor;
+    if params.mu != 0.0 && k > 0.0 && i_n > 0.0 {
+        let cone = params.mu * i_n;
+        // The tangential impulse that stops the sliding and takes the pair back to its anchor
+        // by the next tick; within the cone the contact sticks.
+        let offset = anchor.map_or(DVec3::ZERO, |a| {
+            let held = a[0] * x[0] + a[1] * x[1] + a[2] * x[2] + a[3] * x[3];
+            held - held.dot(normal) * normal
+        });
+        let stick = -(vt + offset / params.h) / k;
+        if stick.length() <= cone {
+            j += stick;
+            anchor.get_or_insert(c);
+        } else if vt.length() <= params.hold(distance, cone) * k && anchor.is_some() {
+            // Too far from the anchor to get back in one tick, but not sliding past what the
+            // pair's layers together can stop: pull back as hard as the cone allows, and keep
+            // the anchor (a deeper layer's short clock asks for the return in its own tick, and
+            // a layer the pair barely reaches has a cone too small to hold it alone).
+            j += stick * (cone / stick.length());
+        } else {
+            if let Some(tau) = vt.try_normalize().or_else(|| (-stick).try_normalize()) {
+                let mut f = cone;
+                if params.friction_cap {
                     f = f.min(vt.length() / k);
                 }
+                j -= f * tau;
             }
-            j -= f * tau;
+            anchor = Some(c);
         }
     }
     for i in 0..4 {
         impulses[i] = c[i] * j;
+    }
+    if j != i_n * normal {
+        // Friction acted: cancel its couple.
+        let couple = torque_free_couple(x, inv_mass, sep.cross(j), normal);
+        for i in 0..4 {
+            impulses[i] += couple[i] * normal;
+        }
     }
     PairImpulse {
         impulses,
         distance,
         normal,
         separating,
+        anchor,
     }
+}
+
+/// The normal impulse of the layer's approach damping (`cor < 1`): a dashpot on how far the
+/// gap closed since the pair's last tick, that pushes only while the gap closes. It is the
+/// impulse `c (d_last - d)` of a dashpot `c = beta / (h K)` over that interval (`h` the
+/// layer's clock), so `beta = (1 - cor) min(1, 2 h sqrt(r K))` of a closing speed kept over one
+/// clock is taken out (critical damping of the layer's spring at `cor = 0`), never more. A pair
+/// at rest under a steady load, whose gap returns to the same value at every tick, feels none,
+/// so its rest distance is the layer's.
+#[inline]
+fn approach_damping(distance: f64, k: f64, history: &PairHistory, params: &PenaltyParams) -> f64 {
+    let Some(last) = history.gap else {
+        return 0.0;
+    };
+    let closed = last - distance;
+    if params.cor >= 1.0 || k <= 0.0 || closed <= 0.0 {
+        return 0.0;
+    }
+    let beta = (1.0 - params.cor) * (2.0 * params.h * (params.r * k).sqrt()).min(1.0);
+    beta * closed / (params.h * k)
+}
+
+/// Normal impulses `g_i n` on the pair's four vertices, summing to zero, whose torque cancels
+/// `torque` (the torque of the pair's common impulse applied with its closest-point weights,
+/// `(x_A - x_B) x J`): the `g` of least `sum g_i^2 / w_i` (`w_i` the inverse masses, so fixed
+/// vertices get none) with `sum g_i = 0` and `sum g_i P x_i = torque x n` (`P` the projection
+/// onto the tangent plane). Zero when fewer than three free vertices span the tangent plane:
+/// then no normal couple among the free vertices can cancel it (against a fixed or scripted
+/// side the torque goes into what holds it, as it should), and the couple
+/// `|x_A - x_B| |J_t| <= eta |J_t|` is left.
+#[inline]
+fn torque_free_couple(x: [DVec3; 4], w: [f64; 4], torque: DVec3, normal: DVec3) -> [f64; 4] {
+    let need = torque.cross(normal);
+    if need == DVec3::ZERO || w.iter().filter(|&&w| w > 0.0).count() < 3 {
+        return [0.0; 4];
+    }
+    let (t1, t2) = normal.any_orthonormal_pair();
+    let centre = (x[0] + x[1] + x[2] + x[3]) * 0.25;
+    let a = x.map(|p| (p - centre).dot(t1));
+    let b = x.map(|p| (p - centre).dot(t2));
+    // g = W A^T lambda with A's rows [1, 1, 1, 1], a, b, and (A W A^T) lambda = (0, ra, rb).
+    let one = [1.0; 4];
+    let wa: [f64; 4] = std::array::from_fn(|i| w[i] * a[i]);
+    let wb: [f64; 4] = std::array::from_fn(|i| w[i] * b[i]);
+    let m = glam::DMat3::from_cols(
+        DVec3::new(dot4(w, one), dot4(wa, one), dot4(wb, one)),
+        DVec3::new(dot4(wa, one), dot4(wa, a), dot4(wa, b)),
+        DVec3::new(dot4(wb, one), dot4(wb, a), dot4(wb, b)),
+    );
+    // Nearly singular (the free vertices' projections nearly collinear): the couple would be
+    // huge and its rounding too.
+    let det = m.determinant();
+    if det.is_nan() || det <= 1e-6 * m.x_axis.x * m.y_axis.y * m.z_axis.z {
+        return [0.0; 4];
+    }
+    let lambda = m.inverse() * DVec3::new(0.0, need.dot(t1), need.dot(t2));
+    let g: [f64; 4] =
+        std::array::from_fn(|i| w[i] * (lambda.x + lambda.y * a[i] + lambda.z * b[i]));
+    // The solve's rounding taken out of the sum, so the couple moves no momentum.
+    let excess = (g[0] + g[1] + g[2] + g[3]) / m.x_axis.x;
+    std::array::from_fn(|i| g[i] - w[i] * excess)
+}
+
+#[inline]
+fn dot4(a: [f64; 4], b: [f64; 4]) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]
 }
 
 #[cfg(test)]
@@ -356,6 +542,7 @@ mod tests {
             cor,
             mu,
             friction_cap: cap,
+            stack: None,
         }
     }
 
@@ -365,6 +552,21 @@ mod tests {
 
     type Kernel = fn([DVec3; 4], [DVec3; 4], [f64; 4], &PenaltyParams) -> PairImpulse<4>;
 
+    /// The vertex-triangle kernel at the start of an episode (no anchor, no gap history).
+    fn vt(x: [DVec3; 4], v: [DVec3; 4], m: [f64; 4], p: &PenaltyParams) -> PairImpulse<4> {
+        vertex_triangle_impulse(x, v, m, &PairHistory::default(), p)
+    }
+
+    /// The edge-edge kernel at the start of an episode.
+    fn ee(x: [DVec3; 4], v: [DVec3; 4], m: [f64; 4], p: &PenaltyParams) -> PairImpulse<4> {
+        edge_edge_impulse(x, v, m, &PairHistory::default(), p)
+    }
+
+    /// The effective inverse mass `K = sum c_i^2 / m_i` of a pair.
+    fn effective(c: [f64; 4], m: [f64; 4]) -> f64 {
+        (0..4).map(|i| c[i] * c[i] * m[i]).sum()
+    }
+
     fn dist(kind: usize, x: [DVec3; 4]) -> f64 {
         if kind == 0 {
             vertex_triangle(x[0], x[1], x[2], x[3]).distance
@@ -373,7 +575,7 @@ mod tests {
         }
     }
 
-    const KERNELS: [Kernel; 2] = [vertex_triangle_impulse, edge_edge_impulse];
+    const KERNELS: [Kernel; 2] = [vt, ee];
 
     /// Is the closest-point configuration unambiguous enough for finite differences?
     fn smooth(kind: usize, x: [DVec3; 4]) -> bool {
@@ -530,7 +732,8 @@ mod tests {
         #[test]
         fn friction_opposes_sliding_and_scales_with_mu(xs in pts(), vs in pts(), kind in 0usize..2, mu in 0.01f64..2.0) {
             let x = xs.map(v3);
-            let v = vs.map(v3);
+            // Fast enough to slide past what one tick's friction can stop.
+            let v = vs.map(|u| 100.0 * v3(u));
             let m = [1.0, 2.0, 0.5, 1.5];
             let base = KERNELS[kind](x, v, m, &params(3.0, 1.0, 0.0, false));
             let fr = KERNELS[kind](x, v, m, &params(3.0, 1.0, mu, false));
@@ -540,14 +743,17 @@ mod tests {
             let v_rel: DVec3 = (0..4).map(|i| c[i] * v[i]).sum();
             let vt = v_rel - v_rel.dot(n) * n;
             prop_assume!(vt.length() > 1e-9);
-            // Friction part of the side-A (vertex 0 weight c0 > 0 or c1 > 0) common vector.
+            // Friction part of the side-A (vertex 0 weight c0 > 0 or c1 > 0) common vector,
+            // its tangential part (the torque-free couple adds normal impulses).
             let (i, ci) = if c[0].abs() >= c[1].abs() { (0, c[0]) } else { (1, c[1]) };
             prop_assume!(ci.abs() > 1e-3);
-            let f = (fr.impulses[i] - base.impulses[i]) / ci;
-            let f2 = (fr2.impulses[i] - base.impulses[i]) / ci;
+            let tangential = |j: DVec3| j - j.dot(n) * n;
+            let f = tangential(fr.impulses[i] - base.impulses[i]) / ci;
+            let f2 = tangential(fr2.impulses[i] - base.impulses[i]) / ci;
             let i_n = base.impulses[i].length() / ci.abs();
+            // Sliding faster than friction can stop in one tick: kinetic friction.
+            prop_assume!(vt.length() / effective(c, m) > 2.0 * mu * i_n * (1.0 + 1e-9));
             prop_assert!(f.dot(vt) < 0.0 || i_n == 0.0);
-            prop_assert!(f.dot(n).abs() <= 1e-12 * (1.0 + f.length()));
             prop_assert!((f.length() - mu * i_n).abs() <= 1e-12 * (1.0 + i_n));
             prop_assert!((f2.length() - 2.0 * f.length()).abs() <= 1e-12 * (1.0 + i_n));
             // Friction is parallel to -v_t.
@@ -555,10 +761,73 @@ mod tests {
         }
 
         #[test]
+        fn friction_within_the_cone_sticks(xs in pts(), vs in pts(), kind in 0usize..2, ms in prop::array::uniform4(0.1f64..3.0)) {
+            let x = xs.map(v3);
+            let v = vs.map(v3);
+            let p = PenaltyParams { eta: 3.0, r: 1e4, h: 1e-2, cor: 1.0, mu: 1e3, friction_cap: false, stack: None };
+            let out = KERNELS[kind](x, v, ms, &p);
+            prop_assume!(out.distance < p.eta);
+            let c = coeffs(kind, x);
+            let n = out.normal;
+            let rel = |v: &[DVec3]| {
+                let vr: DVec3 = (0..4).map(|i| c[i] * v[i]).sum();
+                vr - vr.dot(n) * n
+            };
+            let vnew: Vec<DVec3> = (0..4).map(|i| v[i] + ms[i] * out.impulses[i]).collect();
+            // The sliding stops (to round-off), and the pair is anchored where it is.
+            prop_assert!(rel(&vnew).length() <= 1e-9 * (1.0 + rel(&v).length()));
+            // Edge-edge pairs keep no anchor.
+            prop_assert_eq!(out.anchor, (kind == 0).then_some(c));
+        }
+
+        #[test]
+        fn friction_is_torque_free(xs in pts(), vs in pts(), kind in 0usize..2, mu in 0.01f64..2.0) {
+            let x = xs.map(v3);
+            let v = vs.map(v3);
+            let out = KERNELS[kind](x, v, [1.0, 2.0, 0.5, 1.5], &params(3.0, 0.5, mu, false));
+            let n = out.normal;
+            let (t1, t2) = n.any_orthonormal_pair();
+            let centre = x.iter().sum::<DVec3>() * 0.25;
+            let a = x.map(|p| (p - centre).dot(t1));
+            let b = x.map(|p| (p - centre).dot(t2));
+            let (aa, ab, bb) = (dot4(a, a), dot4(a, b), dot4(b, b));
+            // Four free points whose tangential projections span the plane.
+            prop_assume!(aa * bb - ab * ab > 1e-2 * (aa + bb) * (aa + bb));
+            let torque: DVec3 = x.iter().zip(out.impulses.iter()).map(|(xi, ji)| xi.cross(*ji)).sum();
+            let sum: DVec3 = out.impulses.iter().sum();
+            let mag: f64 = out.impulses.iter().map(|j| j.length()).sum();
+            prop_assert!(torque.length() <= 1e-11 * (1.0 + mag), "{torque:?}");
+            prop_assert!(sum.length() <= 1e-13 * (1.0 + mag), "{sum:?}");
+        }
+
+        #[test]
+        fn approach_damping_acts_only_while_the_gap_closes(xs in pts(), kind in 0usize..2, cor in 0.0f64..1.0, rate in -10.0f64..10.0) {
+            let x = xs.map(v3);
+            let p = params(3.0, cor, 0.0, false);
+            let plain = KERNELS[kind](x, [DVec3::ZERO; 4], [1.0; 4], &p);
+            prop_assume!(plain.distance < p.eta && plain.distance > 1e-3);
+            let dt = p.h;
+            let history = PairHistory { gap: Some(plain.distance - rate * dt), ..PairHistory::default() };
+            let kernel = [vertex_triangle_impulse, edge_edge_impulse][kind];
+            let damped = kernel(x, [DVec3::ZERO; 4], [1.0; 4], &history, &p);
+            let c = coeffs(kind, x);
+            let i = if c[0].abs() >= c[1].abs() { 0 } else { 1 };
+            let push = (damped.impulses[i] - plain.impulses[i]).dot(plain.normal) / c[i];
+            if rate < 0.0 {
+                // Closing: an extra push apart, at most the whole closing rate.
+                let k = effective(coeffs(kind, x), [1.0; 4]);
+                prop_assert!(push > 0.0 || cor == 1.0);
+                prop_assert!(push * k <= -rate * (1.0 + 1e-9));
+            } else {
+                prop_assert_eq!(damped.impulses, plain.impulses);
+            }
+        }
+
+        #[test]
         fn capped_friction_never_reverses_sliding(xs in pts(), vs in pts(), kind in 0usize..2, mu in 0.0f64..50.0, ms in prop::array::uniform4(0.0f64..3.0)) {
             let x = xs.map(v3);
             let v = vs.map(v3);
-            let p = PenaltyParams { eta: 3.0, r: 1e4, h: 1e-2, cor: 1.0, mu, friction_cap: true };
+            let p = PenaltyParams { eta: 3.0, r: 1e4, h: 1e-2, cor: 1.0, mu, friction_cap: true, stack: None };
             let out = KERNELS[kind](x, v, ms, &p);
             let vnew: Vec<DVec3> = (0..4).map(|i| v[i] + ms[i] * out.impulses[i]).collect();
             let c = coeffs(kind, x);
@@ -587,7 +856,7 @@ mod tests {
     }
 
     #[test]
-    fn uncapped_friction_can_reverse_but_cap_stops() {
+    fn sticking_friction_stops_sliding_and_returns_to_its_anchor() {
         // Vertex sliding along +x over a triangle in z = 0, inside the layer.
         let x = [DVec3::new(0.2, 0.2, 0.01), DVec3::ZERO, DVec3::X, DVec3::Y];
         let v = [
@@ -604,24 +873,31 @@ mod tests {
             cor: 1.0,
             mu: 1.0,
             friction_cap: false,
+            stack: None,
         };
-        let out = vertex_triangle_impulse(x, v, m, &p);
+        let out = vt(x, v, m, &p);
         assert!((out.normal - DVec3::Z).length() < 1e-12);
         let vx = v[0].x + out.impulses[0].x;
-        assert!(vx < 0.0, "uncapped friction reverses: {vx}");
-        let out = vertex_triangle_impulse(
-            x,
-            v,
-            m,
-            &PenaltyParams {
-                friction_cap: true,
-                ..p
-            },
-        );
-        let vx = v[0].x + out.impulses[0].x;
-        assert!(vx.abs() < 1e-18, "capped friction stops exactly: {vx}");
+        assert!(vx.abs() < 1e-18, "sticking friction stops exactly: {vx}");
         // z impulse is h r (eta - d).
         assert!((out.impulses[0].z - 1e-2 * 1e4 * 0.09).abs() < 1e-12);
+        // Anchored 1e-4 cm behind: the impulse takes it back there by the next tick.
+        let history = PairHistory {
+            anchor: out.anchor,
+            ..PairHistory::default()
+        };
+        let moved = [x[0] + DVec3::new(1e-4, 0.0, 0.0), x[1], x[2], x[3]];
+        let back = vertex_triangle_impulse(moved, v, m, &history, &p);
+        let vx = v[0].x + back.impulses[0].x;
+        assert!(
+            (vx + 1e-4 / p.h).abs() < 1e-12 * 1e-4 / p.h,
+            "returns at {vx}"
+        );
+        // Beyond the cone it slides: kinetic friction mu I_n, and the anchor follows.
+        let fast = [DVec3::new(1e3, 0.0, 0.0), v[1], v[2], v[3]];
+        let slide = vertex_triangle_impulse(moved, fast, m, &history, &p);
+        assert!((slide.impulses[0].x + 1e-2 * 1e4 * 0.09).abs() < 1e-12);
+        assert_ne!(slide.anchor, out.anchor);
     }
 
     #[test]
@@ -635,7 +911,7 @@ mod tests {
             DVec3::ZERO,
             DVec3::ZERO,
         ];
-        let out = vertex_triangle_impulse(x, v, [1.0; 4], &p);
+        let out = vt(x, v, [1.0; 4], &p);
         assert_eq!(out.normal, DVec3::Z);
         assert!(!out.separating);
         assert!(out.impulses[0].z > 0.0);
@@ -646,14 +922,11 @@ mod tests {
             DVec3::ZERO,
             DVec3::ZERO,
         ];
-        assert_eq!(
-            vertex_triangle_impulse(x, v, [1.0; 4], &p).normal,
-            -DVec3::Z
-        );
+        assert_eq!(vt(x, v, [1.0; 4], &p).normal, -DVec3::Z);
         // Crossing edges at distance 0.
         let x = [-DVec3::X, DVec3::X, -DVec3::Y, DVec3::Y];
         let v = [DVec3::Z, DVec3::Z, DVec3::ZERO, DVec3::ZERO];
-        let out = edge_edge_impulse(x, v, [1.0; 4], &p);
+        let out = ee(x, v, [1.0; 4], &p);
         assert_eq!(out.normal, -DVec3::Z);
         // Fully degenerate: everything at one point, at rest, or collinear edges.
         for x in [
@@ -677,7 +950,7 @@ mod tests {
         // perpendicular to the in-plane motion.
         let x = [DVec3::new(0.2, 0.2, 0.0), DVec3::ZERO, DVec3::X, DVec3::Y];
         let v = [DVec3::X, DVec3::ZERO, DVec3::ZERO, DVec3::ZERO];
-        let out = vertex_triangle_impulse(x, v, [1.0; 4], &p);
+        let out = vt(x, v, [1.0; 4], &p);
         assert_eq!(out.normal, DVec3::Z);
     }
 }

@@ -15,7 +15,8 @@ use crate::engine::triangle_pairs::TriangleTopology;
 use crate::events::{EventQueue, Scheduler};
 use crate::penalty::closest::TRIANGLE_PAIR_FEATURES;
 use crate::penalty::impulse::{
-    edge_edge_impulse, triangle_pair_impulse, vertex_triangle_impulse, PairImpulse, PenaltyParams,
+    edge_edge_impulse, triangle_pair_impulse, vertex_triangle_impulse, PairHistory, PairImpulse,
+    PenaltyParams,
 };
 use crate::penalty::layers::{LayerClocks, LayerSchedule};
 use crate::penalty::{ContactKey, PairKey};
@@ -48,6 +49,10 @@ pub(super) struct LayerTicks {
     closure: WorkClosure,
     /// A tick that speeds a vertex past this stops the run.
     speed_limit: SpeedLimit,
+    /// Per pair id: what its contact episode's earlier ticks left.
+    histories: Vec<PairHistory>,
+    /// Per vertex: how many members of the current tick touch it (0 outside a tick).
+    sharing: Vec<u32>,
     /// Per vertex: the tick that last collected it (dedupes the kicked vertices).
     vertex_stamp: Vec<u32>,
     vertex_epoch: u32,
@@ -135,6 +140,8 @@ impl LayerTicks {
                 law.schedule,
             ),
             speed_limit: law.speed_limit,
+            histories: Vec::new(),
+            sharing: vec![0; vertices],
             vertex_stamp: vec![0; vertices],
             vertex_epoch: 0,
             impulses: Vec::new(),
@@ -193,11 +200,16 @@ impl LayerTicks {
         let member = Member {
             key: pairs.key[i],
             pair: id,
+            acted: false,
         };
         self.events.join(l, h, member, t, sched.table, sched.queue);
         pairs.active[i] = l;
         if l == 1 {
             self.closure.begin(id, pairs.key[i]);
+            if self.histories.len() <= i {
+                self.histories.resize(i + 1, PairHistory::default());
+            }
+            self.histories[i] = PairHistory::default();
         }
         let stats = &mut self.stats;
         stats.deepest_layer = stats.deepest_layer.max(l);
@@ -236,11 +248,27 @@ impl LayerTicks {
         state: &mut VertexState,
         t: f64,
     ) -> Result<LayerTick, RunError> {
-        let (l, members) = self.events.take_members(batch);
+        let (l, mut members) = self.events.take_members(batch);
         let params = self.params(l);
         let mut impulses = std::mem::take(&mut self.impulses);
+        let verts_of = |m: &Member| &pairs.verts[m.pair as usize][..m.key.vertex_count()];
+        // A vertex's mass is split among the members that acted on it at their last tick of
+        // this layer, so that their friction and damping, computed side by side from the same
+        // state, add up to what one pair would apply. Such a member was within the layer's
+        // thickness one clock ago, so every scheduler has it in this tick.
+        for m in &members {
+            if m.acted {
+                for &vert in verts_of(m) {
+                    self.sharing[vert as usize] += 1;
+                }
+            }
+        }
         let frozen: &VertexState = state;
-        let impulse = |m: &Member| member_impulse(m, pairs, surfaces, frozen, t, &params);
+        let (histories, sharing) = (&self.histories, &self.sharing);
+        let impulse = |m: &Member| {
+            let history = &histories[m.pair as usize];
+            member_impulse(m, pairs, surfaces, frozen, history, sharing, t, &params)
+        };
         if members.len() >= PARALLEL_TICK {
             members
                 .par_iter()
@@ -249,6 +277,26 @@ impl LayerTicks {
         } else {
             impulses.clear();
             impulses.extend(members.iter().map(impulse));
+        }
+        for (m, result) in members.iter_mut().zip(&impulses) {
+            for &vert in &pairs.verts[m.pair as usize][..m.key.vertex_count()] {
+                self.sharing[vert as usize] = 0;
+            }
+            m.acted = result.impulses.iter().any(|&j| j != DVec3::ZERO);
+            // Only ticks within the layer's thickness write the history, and a tick of layer 1
+            // outside it ends the episode. Every scheduler has the layer active at the first
+            // kind of tick and layer 1 active at the first layer-1 tick after one, but only
+            // some have the layers active farther out (the speculative windows switch them on
+            // early and leave them late), so the history does not depend on which.
+            let history = &mut self.histories[m.pair as usize];
+            if result.distance < params.eta {
+                *history = PairHistory {
+                    anchor: result.anchor,
+                    gap: Some(result.distance),
+                };
+            } else if l == 1 {
+                *history = PairHistory::default();
+            }
         }
         self.stats.penalty_events_per_layer[l as usize - 1] += batch.len() as u64;
         self.stats.penalty_pair_ticks_per_layer[l as usize - 1] += members.len() as u64;
@@ -262,7 +310,6 @@ impl LayerTicks {
         kicked.clear();
         let eta = params.eta;
         let outermost = self.schedule.eta1;
-        let verts_of = |m: &Member| &pairs.verts[m.pair as usize][..m.key.vertex_count()];
         if members.len() >= PARALLEL_TICK && !self.closure.enabled() {
             // Nothing reads the state between two members' impulses: apply them on the pool.
             let (nearest, acts) = (impulses.par_iter())
@@ -383,6 +430,7 @@ impl LayerTicks {
             cor: self.cor,
             mu: self.mu,
             friction_cap: self.friction_cap,
+            stack: Some((self.schedule, l)),
         }
     }
 
@@ -484,42 +532,59 @@ impl Surfaces<'_> {
     }
 }
 
-/// Member `m`'s impulses of one tick, from the state `state` before the tick; none from a
-/// feature pair that does not own its contact point (the distance, normal and `separating`
-/// are kept, for lazy deactivation).
+/// Member `m`'s impulses of one tick, from the state `state` before the tick and the pair's
+/// `history`, each vertex's mass split among the tick's `sharing` members that touch it; none
+/// from a feature pair that does not own its contact point (the distance, normal and
+/// `separating` are kept, for lazy deactivation, and its anchor is left as it was).
+#[allow(clippy::too_many_arguments)]
 fn member_impulse(
     m: &Member,
     pairs: &PairTable,
     surfaces: Surfaces<'_>,
     state: &VertexState,
+    history: &PairHistory,
+    sharing: &[u32],
     t: f64,
     params: &PenaltyParams,
 ) -> PairImpulse<6> {
     let verts = &pairs.verts[m.pair as usize];
+    // Every layer the pair has active holds it (those beyond their thickness add nothing, so
+    // the layers a scheduler switched on early or kept on late change nothing).
+    let params = &PenaltyParams {
+        stack: (params.stack).map(|(schedule, _)| (schedule, pairs.active[m.pair as usize])),
+        ..*params
+    };
     let x = verts.map(|v| state.position_at(v as usize, t));
     let v = verts.map(|v| state.v[v as usize]);
     let inv_mass = verts.map(|v| state.inv_mass[v as usize]);
     let position = |v: u32| state.position_at(v as usize, t);
-    let feature = |key: PairKey, kernel: fn(_, _, _, &PenaltyParams) -> PairImpulse<4>| {
+    type Kernel =
+        fn([DVec3; 4], [DVec3; 4], [f64; 4], &PairHistory, &PenaltyParams) -> PairImpulse<4>;
+    let feature = |key: PairKey, kernel: Kernel| {
+        let split = |k: usize| inv_mass[k] * f64::from(sharing[verts[k] as usize].max(1));
         let out = kernel(
             *first_four(&x),
             *first_four(&v),
-            *first_four(&inv_mass),
+            [split(0), split(1), split(2), split(3)],
+            history,
             params,
         );
         let mut impulses = [DVec3::ZERO; 6];
+        let mut anchor = history.anchor;
         if out.distance < params.eta
             && surfaces
                 .owners
                 .acts(key, first_four(verts), first_four(&x), position)
         {
             impulses[..4].copy_from_slice(&out.impulses);
+            anchor = out.anchor;
         }
         PairImpulse {
             impulses,
             distance: out.distance,
             normal: out.normal,
             separating: out.separating,
+            anchor,
         }
     };
     match m.key {
