@@ -79,7 +79,7 @@ impl WorldPart {
 /// The signed distance between two parts and the normal of the separating plane that attains
 /// it, pointing from `a` to `b`.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Separation {
+pub(crate) struct Separation {
     /// Signed distance (cm): positive apart, negative overlapping.
     pub distance: f64,
     /// Unit normal from `a` to `b`.
@@ -94,7 +94,7 @@ pub(crate) fn slab_width(a: &WorldPart, b: &WorldPart, n: DVec3) -> f64 {
 }
 
 /// The signed distance of `a` and `b` (see the module documentation).
-pub fn separation(a: &WorldPart, b: &WorldPart) -> Separation {
+pub(crate) fn separation(a: &WorldPart, b: &WorldPart) -> Separation {
     let mut best = Separation {
         distance: f64::NEG_INFINITY,
         normal: DVec3::Y,
@@ -246,7 +246,7 @@ fn closest_on_tetrahedron(a: DVec3, b: DVec3, c: DVec3, d: DVec3) -> (DVec3, Vec
 
 /// An orthonormal frame `(n_x, n_y)` of the plane perpendicular to unit `n`, right-handed
 /// with `n` (`n_x x n_y = n`).
-pub fn tangent_frame(n: DVec3) -> (DVec3, DVec3) {
+pub(crate) fn tangent_frame(n: DVec3) -> (DVec3, DVec3) {
     let helper = if n.x.abs() < 0.6 { DVec3::X } else { DVec3::Y };
     let nx = helper.cross(n).normalize();
     let ny = n.cross(nx);
@@ -257,7 +257,7 @@ pub fn tangent_frame(n: DVec3) -> (DVec3, DVec3) {
 /// vertices of the intersection of their extreme features within `slab` of each part's
 /// extreme along `n`, projected on the mid-plane (eq. 3.6). Tolerates projected features that
 /// miss each other by up to `slab`.
-pub fn contact_points(a: &WorldPart, b: &WorldPart, n: DVec3, slab: f64) -> Vec<DVec3> {
+pub(crate) fn contact_points(a: &WorldPart, b: &WorldPart, n: DVec3, slab: f64) -> Vec<DVec3> {
     let (nx, ny) = tangent_frame(n);
     let max_a = a.support(n).1 + a.radius;
     let min_b = -b.support(-n).1 - b.radius;
@@ -419,7 +419,12 @@ fn segment_pair_contacts(a: &[[f64; 2]], b: &[[f64; 2]], tol: f64) -> Vec<[f64; 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::distance::point_triangle_distance;
+    use crate::check::triangle_distance;
+    use crate::rigid::hull::convex_hull;
     use crate::rigid::shape::Polytope;
+    use crate::test_rng::Rng;
+    use glam::DQuat;
 
     fn cube(center: DVec3, side: f64) -> WorldPart {
         let p = Polytope::cuboid(DVec3::splat(side), center);
@@ -459,5 +464,212 @@ mod tests {
         let s = separation(&a, &b);
         assert!((s.distance - 3f64.sqrt()).abs() < 1e-9, "{}", s.distance);
         assert_eq!(contact_points(&a, &b, s.normal, 1e-6).len(), 1);
+    }
+
+    /// A random convex polytope (the hull of random points) posed at `center`, with its
+    /// surface triangles in world coordinates.
+    fn random_polytope(rng: &mut Rng, center: DVec3) -> (WorldPart, Vec<[DVec3; 3]>) {
+        let points: Vec<DVec3> = (0..12).map(|_| center + rng.vec(1.0)).collect();
+        let (vertices, triangles) = convex_hull(&points).expect("random points span a solid");
+        let p = Polytope::from_surface(vertices.clone(), triangles.clone());
+        let tris = triangles
+            .iter()
+            .map(|t| t.map(|i| vertices[i as usize]))
+            .collect();
+        (
+            WorldPart {
+                vertices: p.vertices,
+                normals: p.normals,
+                edges: p.edges,
+                radius: 0.0,
+            },
+            tris,
+        )
+    }
+
+    /// Brute-force signed distance: apart, the smallest triangle-triangle distance of the
+    /// surfaces; overlapping, minus the depth of the origin in the Minkowski difference `B - A`
+    /// (the hull of all vertex differences: the smallest offset of its face planes).
+    fn brute_signed_distance(
+        a: &WorldPart,
+        ta: &[[DVec3; 3]],
+        b: &WorldPart,
+        tb: &[[DVec3; 3]],
+    ) -> f64 {
+        let differences: Vec<DVec3> = b
+            .vertices
+            .iter()
+            .flat_map(|q| a.vertices.iter().map(move |p| *q - *p))
+            .collect();
+        let (v, t) = convex_hull(&differences).expect("a solid difference");
+        let offsets: Vec<f64> = t
+            .iter()
+            .map(|f| {
+                let [p, q, r] = f.map(|i| v[i as usize]);
+                let n = (q - p).cross(r - p).normalize();
+                n.dot(p)
+            })
+            .collect();
+        if offsets.iter().all(|&h| h > 0.0) {
+            return -offsets.iter().copied().fold(f64::INFINITY, f64::min);
+        }
+        let mut d = f64::INFINITY;
+        for x in ta {
+            for y in tb {
+                d = d.min(triangle_distance(*x, *y));
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn signed_distance_matches_brute_force_on_random_convex_pairs() {
+        let mut rng = Rng(11);
+        const PAIRS: usize = 300;
+        let mut apart = 0;
+        for _ in 0..PAIRS {
+            let (a, ta) = random_polytope(&mut rng, DVec3::ZERO);
+            let offset = rng.vec(1.0).normalize() * rng.uniform(0.3, 3.0);
+            let (b, tb) = random_polytope(&mut rng, offset);
+            let s = separation(&a, &b);
+            let brute = brute_signed_distance(&a, &ta, &b, &tb);
+            // Measured: at most 5.6e-16 cm apart over these pairs.
+            assert!(
+                (s.distance - brute).abs() < 1e-9,
+                "{} vs {brute}",
+                s.distance
+            );
+            apart += usize::from(brute > 0.0);
+        }
+        let overlapping = PAIRS - apart;
+        assert!(
+            apart > 50 && overlapping > 50,
+            "{apart} apart, {overlapping} overlapping"
+        );
+    }
+
+    #[test]
+    fn sphere_distances_match_the_surface_distance() {
+        let mut rng = Rng(5);
+        for _ in 0..200 {
+            let (a, ta) = random_polytope(&mut rng, DVec3::ZERO);
+            let center = rng.vec(1.0).normalize() * rng.uniform(0.5, 3.0);
+            let radius = rng.uniform(0.1, 1.0);
+            let sphere = WorldPart {
+                vertices: vec![center],
+                normals: Vec::new(),
+                edges: Vec::new(),
+                radius,
+            };
+            let s = separation(&a, &sphere);
+            let core = ta
+                .iter()
+                .map(|t| point_triangle_distance(center, *t))
+                .fold(f64::INFINITY, f64::min);
+            let inside = a.normals.iter().all(|n| {
+                let top = a
+                    .vertices
+                    .iter()
+                    .map(|v| v.dot(*n))
+                    .fold(f64::NEG_INFINITY, f64::max);
+                n.dot(center) < top
+            });
+            let brute = if inside {
+                -core - radius
+            } else {
+                core - radius
+            };
+            assert!(
+                (s.distance - brute).abs() < 1e-9,
+                "{} vs {brute}",
+                s.distance
+            );
+        }
+    }
+
+    fn posed_box(size: DVec3, pose: (DVec3, DQuat)) -> (WorldPart, Vec<[DVec3; 3]>) {
+        let p = Polytope::cuboid(size, DVec3::ZERO);
+        let at = |v: DVec3| pose.1 * v + pose.0;
+        let tris = p
+            .triangles
+            .iter()
+            .map(|t| t.map(|i| at(p.vertices[i as usize])))
+            .collect();
+        (
+            WorldPart {
+                vertices: p.vertices.iter().map(|&v| at(v)).collect(),
+                normals: p.normals.iter().map(|&n| pose.1 * n).collect(),
+                edges: p.edges.iter().map(|&e| pose.1 * e).collect(),
+                radius: 0.0,
+            },
+            tris,
+        )
+    }
+
+    #[test]
+    fn contact_points_of_resting_boxes_span_the_overlap_of_their_faces() {
+        let mut rng = Rng(3);
+        for _ in 0..50 {
+            let lower = DVec3::new(rng.uniform(1.0, 3.0), 1.0, rng.uniform(1.0, 3.0));
+            let upper = DVec3::new(rng.uniform(1.0, 3.0), 1.0, rng.uniform(1.0, 3.0));
+            let turn = DQuat::from_rotation_y(rng.uniform(0.0, 3.0));
+            let shift = DVec3::new(rng.uniform(-1.0, 1.0), 1.0 + 1e-4, rng.uniform(-1.0, 1.0));
+            let (a, ta) = posed_box(lower, (DVec3::ZERO, DQuat::IDENTITY));
+            let (b, tb) = posed_box(upper, (shift, turn));
+            let s = separation(&a, &b);
+            let points = contact_points(&a, &b, s.normal, 1e-3);
+            assert!(points.len() <= 8);
+            for p in &points {
+                let da = ta
+                    .iter()
+                    .map(|t| point_triangle_distance(*p, *t))
+                    .fold(f64::INFINITY, f64::min);
+                let db = tb
+                    .iter()
+                    .map(|t| point_triangle_distance(*p, *t))
+                    .fold(f64::INFINITY, f64::min);
+                assert!(
+                    da < 2e-3 && db < 2e-3,
+                    "a contact point {da} and {db} from the boxes"
+                );
+            }
+            // Brute force: the share of a grid over the lower box's top face under the upper box.
+            let (mut inside, n) = (0usize, 200);
+            for i in 0..n {
+                for k in 0..n {
+                    let x = -0.5 * lower.x + lower.x * (i as f64 + 0.5) / n as f64;
+                    let z = -0.5 * lower.z + lower.z * (k as f64 + 0.5) / n as f64;
+                    let local = turn.inverse() * (DVec3::new(x, shift.y, z) - shift);
+                    if local.x.abs() <= 0.5 * upper.x && local.z.abs() <= 0.5 * upper.z {
+                        inside += 1;
+                    }
+                }
+            }
+            let brute_area = lower.x * lower.z * inside as f64 / (n * n) as f64;
+            let mut hull = points.iter().map(|p| (p.x, p.z)).collect::<Vec<_>>();
+            let c = hull.iter().fold((0.0, 0.0), |c, p| (c.0 + p.0, c.1 + p.1));
+            let c = (
+                c.0 / hull.len().max(1) as f64,
+                c.1 / hull.len().max(1) as f64,
+            );
+            hull.sort_by(|p, q| {
+                (p.1 - c.1)
+                    .atan2(p.0 - c.0)
+                    .total_cmp(&(q.1 - c.1).atan2(q.0 - c.0))
+            });
+            let area: f64 = (0..hull.len())
+                .map(|i| {
+                    let (p, q) = (hull[i], hull[(i + 1) % hull.len()]);
+                    0.5 * (p.0 * q.1 - q.0 * p.1)
+                })
+                .sum::<f64>()
+                .abs();
+            // Grid error: a boundary strip of one cell.
+            let cell = lower.x.max(lower.z) / n as f64;
+            assert!(
+                (area - brute_area).abs() < 4.0 * cell * (lower.x + lower.z) + 1e-9,
+                "{area} vs {brute_area}"
+            );
+        }
     }
 }

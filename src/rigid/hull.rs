@@ -64,7 +64,7 @@ pub(crate) fn check_convex(vertices: &[DVec3], triangles: &[[u32; 3]]) -> Result
 
 /// The convex hull of `points`: its vertices and outward triangles. `None` when the points
 /// are coplanar (no solid).
-pub fn convex_hull(points: &[DVec3]) -> Option<(Vec<DVec3>, Vec<[u32; 3]>)> {
+pub(crate) fn convex_hull(points: &[DVec3]) -> Option<(Vec<DVec3>, Vec<[u32; 3]>)> {
     let orient = |a: DVec3, b: DVec3, c: DVec3, d: DVec3| {
         let p = |v: DVec3| robust::Coord3D {
             x: v.x,

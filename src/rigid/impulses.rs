@@ -30,7 +30,7 @@ const IMPULSE_WEIGHT: f64 = 1e-6;
 
 /// A contact point between two bodies.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Contact {
+pub(crate) struct Contact {
     /// The two bodies; the normal points from the first to the second.
     pub bodies: (usize, usize),
     /// World point (on the mid-plane).
@@ -43,7 +43,7 @@ pub struct Contact {
 
 impl Contact {
     /// Relative normal velocity `n . (v_b(q) - v_a(q))` (eq. 6.24).
-    pub fn normal_velocity(&self, bodies: &[Body]) -> f64 {
+    pub(crate) fn normal_velocity(&self, bodies: &[Body]) -> f64 {
         self.relative_velocity(bodies).dot(self.normal)
     }
 
@@ -56,7 +56,7 @@ impl Contact {
 
 /// What one impulse solve did.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct ImpulseOutcome {
+pub(crate) struct ImpulseOutcome {
     /// QPs solved.
     pub qps: u32,
     /// Groups whose QP was infeasible with restitution and solved with restitution 0.
@@ -76,7 +76,7 @@ pub struct ImpulseOutcome {
 /// left as it is when friction is staggered or absent: there every contact's gradient of the
 /// kinetic energy in its normal impulse, the contact's normal velocity, is not negative, so
 /// the frictionless QP's minimum is no impulse, and so is the friction bounded by it.
-pub fn solve(
+pub(crate) fn solve(
     world: &World,
     bodies: &mut [Body],
     contacts: &[Contact],
@@ -703,5 +703,84 @@ fn apply(bodies: &mut [Body], c: &Contact, dynamic: &[bool], j: DVec3) {
         let dw = b.world_inverse_inertia() * r.cross(sign * j);
         b.velocity += sign * j / b.mass;
         b.angular_velocity += dw;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rigid::body::Pose;
+    use crate::rigid::geometry::{contact_points, separation, tangent_frame};
+    use crate::rigid::scene::{BodyMotion, BodyShape, BodySpec, ObaSettings, ShellMaterial};
+    use glam::DQuat;
+
+    /// A free box of `size` at the origin moving at `velocity` and spinning at `spin`.
+    fn free_box(size: f64, velocity: DVec3, spin: DVec3) -> Body {
+        Body::new(&BodySpec {
+            name: "box".into(),
+            shape: BodyShape::Box {
+                size: DVec3::splat(size),
+            },
+            density: 0.8,
+            position: DVec3::ZERO,
+            orientation: DQuat::IDENTITY,
+            velocity,
+            angular_velocity: spin,
+            motion: BodyMotion::Dynamic,
+            shell: ShellMaterial::default(),
+        })
+    }
+
+    #[test]
+    fn an_elastic_impulse_between_spinning_boxes_keeps_linear_and_angular_momentum() {
+        // Two touching boxes approaching with spin, one QP, frictionless and elastic.
+        let mut bodies = vec![
+            free_box(2.0, DVec3::new(30.0, 2.0, 0.0), DVec3::new(0.5, 1.0, -0.3)),
+            free_box(1.5, DVec3::new(-20.0, 0.0, 1.0), DVec3::ZERO),
+        ];
+        bodies[0].pose = Pose::new(DVec3::ZERO, DQuat::IDENTITY);
+        bodies[1].pose = Pose::new(DVec3::new(1.75 + 1e-3, 0.3, 0.2), DQuat::IDENTITY);
+        let world = World {
+            parts: vec![(0, 0), (1, 0)],
+            joints: Vec::new(),
+            settings: ObaSettings {
+                friction: 0.0,
+                restitution: 1.0,
+                ..ObaSettings::default()
+            },
+        };
+        let parts = world.pose_parts(&bodies, &[bodies[0].pose, bodies[1].pose]);
+        let s = separation(&parts[0], &parts[1]);
+        let contacts: Vec<Contact> = contact_points(&parts[0], &parts[1], s.normal, 1e-2)
+            .into_iter()
+            .map(|point| Contact {
+                bodies: (0, 1),
+                point,
+                normal: s.normal,
+                tangents: tangent_frame(s.normal),
+            })
+            .collect();
+        assert!(!contacts.is_empty());
+        let angular = |bodies: &[Body]| -> DVec3 {
+            (bodies.iter())
+                .map(|b| {
+                    b.pose.position.cross(b.mass * b.velocity)
+                        + b.world_inertia() * b.angular_velocity
+                })
+                .sum()
+        };
+        let linear =
+            |bodies: &[Body]| -> DVec3 { bodies.iter().map(|b| b.mass * b.velocity).sum() };
+        let (l0, p0) = (angular(&bodies), linear(&bodies));
+        let outcome = solve(&world, &mut bodies, &contacts, &[true, true], 1.0, 0.0);
+        assert_eq!(outcome.projections + outcome.skipped, 0);
+        let (l1, p1) = (angular(&bodies), linear(&bodies));
+        assert!(
+            contacts.iter().all(|c| c.normal_velocity(&bodies) >= -1e-6),
+            "bounced"
+        );
+        // Measured: 1.9e-15 (angular) and 2.6e-17 (linear) relative.
+        assert!((l1 - l0).length() < 1e-7 * l0.length(), "{l0} -> {l1}");
+        assert!((p1 - p0).length() < 1e-7 * p0.length(), "{p0} -> {p1}");
     }
 }

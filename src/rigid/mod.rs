@@ -3,20 +3,20 @@
 //! inside the step is resolved at its end by quadratic programs (`docs/rigid.md`).
 //!
 //! [`ObaSimulation`] is the driver (`simulation.rs`); a step (`step.rs`) is the position update
-//! ([`position`]: iterated QPs over separating planes), the contacts ([`geometry`]), and the
-//! momentum and static-contact updates ([`impulses`]), all QPs solved by [`qp`]. Bodies
-//! ([`body`], [`shape`], [`hull`]) come from `[[body]]` entries ([`scene`], `profile`); under
+//! (`position`: iterated QPs over separating planes), the contacts (`geometry`), and the
+//! momentum and static-contact updates (`impulses`), all QPs solved by `qp`. Bodies
+//! ([`body`], [`shape`], `hull`) come from `[[body]]` entries ([`scene`], `profile`); under
 //! ACM, the synchronous baseline and implicit contact each runs as its surface, a stiff
 //! closed shell (`shells`).
 
 pub mod body;
 pub(crate) mod broad;
-pub mod geometry;
-pub mod hull;
-pub mod impulses;
-pub mod position;
+pub(crate) mod geometry;
+pub(crate) mod hull;
+pub(crate) mod impulses;
+pub(crate) mod position;
 pub(crate) mod profile;
-pub mod qp;
+pub(crate) mod qp;
 pub mod scene;
 pub mod shape;
 pub(crate) mod shells;

@@ -51,27 +51,23 @@ use super::scene::Objective;
 use super::World;
 
 /// A group has converged when its QP predicts the objective can fall by at most this fraction.
-pub const CONVERGED: f64 = 1e-3;
+pub(crate) const CONVERGED: f64 = 1e-3;
 
 /// QPs a group that ends its iterations overlapping may take to remove the overlap.
-pub const REPAIRS: u32 = 3;
+pub(crate) const REPAIRS: u32 = 3;
 
-/// A pair of parts nearer than the contact distance at the final poses, and what the
-/// position update learnt about it.
+/// A pair of parts nearer than the contact distance at the final poses, with its separation.
 #[derive(Clone, Debug)]
-pub struct ClosePair {
+pub(crate) struct ClosePair {
     /// The two parts (flat indices into [`World::parts`]), smaller first.
     pub parts: (usize, usize),
     /// Their separation at the final poses.
     pub separation: Separation,
-    /// Critical vertices of each part (indices into the part's vertices; empty when the pair
-    /// was not in the QPs).
-    pub critical: (Vec<u32>, Vec<u32>),
 }
 
 /// What one position update did.
 #[derive(Clone, Debug, Default)]
-pub struct PositionOutcome {
+pub(crate) struct PositionOutcome {
     /// The pairs nearer than the contact distance at the final poses, in part order.
     pub pairs: Vec<ClosePair>,
     /// Close pairs: the pairs of parts the QPs kept apart.
@@ -97,7 +93,7 @@ pub struct PositionOutcome {
      reached, the start of the step included: prescribed motion (a scripted body) pushes one \
      into the other"
 )]
-pub struct Stuck {
+pub(crate) struct Stuck {
     /// One body.
     pub a: String,
     /// The other.
@@ -162,7 +158,7 @@ impl Plane {
 /// vertices and multipliers, and the joints' multipliers. A remembered plane is taken again
 /// when no vertex is more than the contact distance on its wrong side at the new start.
 #[derive(Clone, Debug, Default)]
-pub struct Memory {
+pub(crate) struct Memory {
     pairs: HashMap<(usize, usize), Pair>,
     joint_duals: Vec<DVec3>,
 }
@@ -232,7 +228,7 @@ struct Update<'a> {
 /// Runs the position update: `bodies[i].pose` is the start, `targets[i]` the target;
 /// immovable bodies (`movable[i] == false`) are at their targets already. On success the
 /// bodies' poses are the new ones.
-pub fn update(
+pub(crate) fn update(
     world: &World,
     bodies: &mut [Body],
     targets: &[Pose],
@@ -956,7 +952,7 @@ impl<'a> Update<'a> {
     }
 
     /// The outcome, with the pairs `near` (nearer than the contact distance at the final
-    /// poses) and their critical vertices where they were close pairs.
+    /// poses).
     fn finish(&mut self, near: Vec<(usize, usize, Separation)>) -> PositionOutcome {
         let mut outcome = std::mem::take(&mut self.outcome);
         outcome.close_pairs = self.pairs.len() as u32;
@@ -965,11 +961,6 @@ impl<'a> Update<'a> {
             .map(|(p, q, separation)| ClosePair {
                 parts: (p, q),
                 separation,
-                critical: self
-                    .index
-                    .get(&(p, q))
-                    .map(|&k| self.pairs[k].critical.clone())
-                    .unwrap_or_default(),
             })
             .collect();
         outcome.min_separation = outcome
@@ -1319,20 +1310,20 @@ fn add_rotation_curvature(qp: &mut Qp, at: usize, weight: DMat3, curvature: DMat
 /// Disjoint sets over `0..n` (path halving, union by index: the root is the smallest member's
 /// representative found first, deterministic).
 #[derive(Debug)]
-pub struct UnionFind {
+pub(crate) struct UnionFind {
     parent: Vec<usize>,
 }
 
 impl UnionFind {
     /// `n` singletons.
-    pub fn new(n: usize) -> Self {
+    pub(crate) fn new(n: usize) -> Self {
         Self {
             parent: (0..n).collect(),
         }
     }
 
     /// The representative of `i`'s set.
-    pub fn find(&mut self, mut i: usize) -> usize {
+    pub(crate) fn find(&mut self, mut i: usize) -> usize {
         while self.parent[i] != i {
             self.parent[i] = self.parent[self.parent[i]];
             i = self.parent[i];
@@ -1341,7 +1332,7 @@ impl UnionFind {
     }
 
     /// Joins the sets of `a` and `b` (the smaller representative becomes the root).
-    pub fn union(&mut self, a: usize, b: usize) {
+    pub(crate) fn union(&mut self, a: usize, b: usize) {
         let (ra, rb) = (self.find(a), self.find(b));
         if ra != rb {
             let (lo, hi) = (ra.min(rb), ra.max(rb));
