@@ -83,6 +83,18 @@ const UNDAMPED_MEMORY: f64 = 0.0;
 /// at it (2^15 times the family's smallest clock).
 const MAX_BINS: usize = 16;
 
+/// The power-of-two clock bin of an element whose stable clock is `h`, in a family whose
+/// smallest clock is `min`: bin `b` ticks at [`bin_clock`]`(b, min)`, at most `h` (the last
+/// bin also takes every slower element).
+pub(crate) fn clock_bin(h: f64, min: f64) -> usize {
+    ((h / min).log2().floor().max(0.0) as usize).min(MAX_BINS - 1)
+}
+
+/// The clock of bin `b` of a family whose smallest clock is `min`: `min * 2^b`.
+pub(crate) fn bin_clock(b: usize, min: f64) -> f64 {
+    min * (1u64 << b) as f64
+}
+
 /// Elements ticked together as one super-element event: a contiguous range of the family's
 /// elements (the family is sorted by bin), their clock, and, chunk by chunk, the map from each
 /// vertex they touch to the impulse slots to sum for it.
@@ -185,13 +197,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         debug_assert_eq!(clocks.len(), kernel.len());
         assert!((1..=CHUNK_SLOTS / N).contains(&chunk_len));
         let min = clocks.iter().copied().fold(f64::INFINITY, f64::min);
-        let bin_of = |h: f64| {
-            if binned {
-                ((h / min).log2().floor().max(0.0) as usize).min(MAX_BINS - 1)
-            } else {
-                0
-            }
-        };
+        let bin_of = |h: f64| if binned { clock_bin(h, min) } else { 0 };
         let mut order: Vec<u32> = (0..kernel.len() as u32).collect();
         order.sort_by_key(|&e| bin_of(clocks[e as usize]));
         // Always copied: the copies are exactly sized, where tables grown by `push` hold up to
@@ -209,11 +215,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         while start < clocks.len() {
             let b = bin_of(clocks[start]);
             let end = start + clocks[start..].partition_point(|&h| bin_of(h) == b);
-            let clock = if binned {
-                min * (1u64 << b) as f64
-            } else {
-                min
-            };
+            let clock = if binned { bin_clock(b, min) } else { min };
             bins.push(ClockBin::new(
                 &kernel,
                 start..end,

@@ -17,6 +17,7 @@ mod materials;
 pub mod spring;
 mod springs;
 
+pub(crate) use element_family::{bin_clock, clock_bin};
 pub use element_family::{ElementFamily, ElementKernel};
 pub use hinges::{HingeFamily, HingeKernel};
 pub use materials::Materials;
