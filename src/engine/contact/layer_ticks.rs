@@ -278,26 +278,7 @@ impl LayerTicks {
             impulses.clear();
             impulses.extend(members.iter().map(impulse));
         }
-        for (m, result) in members.iter_mut().zip(&impulses) {
-            for &vert in &pairs.verts[m.pair as usize][..m.key.vertex_count()] {
-                self.sharing[vert as usize] = 0;
-            }
-            m.acted = result.impulses.iter().any(|&j| j != DVec3::ZERO);
-            // Only ticks within the layer's thickness write the history, and a tick of layer 1
-            // outside it ends the episode. Every scheduler has the layer active at the first
-            // kind of tick and layer 1 active at the first layer-1 tick after one, but only
-            // some have the layers active farther out (the speculative windows switch them on
-            // early and leave them late), so the history does not depend on which.
-            let history = &mut self.histories[m.pair as usize];
-            if result.distance < params.eta {
-                *history = PairHistory {
-                    anchor: result.anchor,
-                    gap: Some(result.distance),
-                };
-            } else if l == 1 {
-                *history = PairHistory::default();
-            }
-        }
+        self.remember(l, params.eta, &mut members, &impulses, pairs);
         self.stats.penalty_events_per_layer[l as usize - 1] += batch.len() as u64;
         self.stats.penalty_pair_ticks_per_layer[l as usize - 1] += members.len() as u64;
 
@@ -361,6 +342,38 @@ impl LayerTicks {
             members,
             kicked,
         })
+    }
+
+    /// After the impulses of a tick of layer `l` (thickness `eta`): clears the members'
+    /// vertices' mass sharing, marks which members acted, and writes their pairs' histories.
+    /// Only ticks within the layer's thickness write a history, and a tick of layer 1 outside
+    /// it ends the episode. Every scheduler has the layer active at the first kind of tick and
+    /// layer 1 active at the first layer-1 tick after one, but only some have the layers active
+    /// farther out (the speculative windows switch them on early and leave them late), so the
+    /// history does not depend on which.
+    fn remember(
+        &mut self,
+        l: u32,
+        eta: f64,
+        members: &mut [Member],
+        impulses: &[PairImpulse<6>],
+        pairs: &PairTable,
+    ) {
+        for (m, result) in members.iter_mut().zip(impulses) {
+            for &vert in &pairs.verts[m.pair as usize][..m.key.vertex_count()] {
+                self.sharing[vert as usize] = 0;
+            }
+            m.acted = result.impulses.iter().any(|&j| j != DVec3::ZERO);
+            let history = &mut self.histories[m.pair as usize];
+            if result.distance < eta {
+                *history = PairHistory {
+                    anchor: result.anchor,
+                    gap: Some(result.distance),
+                };
+            } else if l == 1 {
+                *history = PairHistory::default();
+            }
+        }
     }
 
     /// Applies `impulses` to `verts` at `t`, adding each vertex whose velocity changed to
