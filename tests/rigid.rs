@@ -12,27 +12,8 @@ use acm::rigid::scene::{
 use acm::rigid::ObaSimulation;
 use acm::scene::{Method, Scene};
 use acm::{NoFrames, Stepper};
-use common::Audited;
+use common::{Audited, Rng};
 use glam::{DQuat, DVec3};
-
-/// splitmix64: reproducible random configurations.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn range(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.next()
-    }
-    fn vec(&mut self, s: f64) -> DVec3 {
-        DVec3::new(self.range(-s, s), self.range(-s, s), self.range(-s, s))
-    }
-}
 
 fn body(name: &str, shape: BodyShape, position: DVec3, motion: BodyMotion) -> BodySpec {
     BodySpec {
@@ -123,9 +104,9 @@ fn the_restitution_zero_qp_never_raises_kinetic_energy() {
                     &format!("c{k}"),
                     2.0,
                     DVec3::new(
-                        rng.range(-0.2, 0.2) + 3.0 * k as f64 - 4.5,
+                        rng.symmetric(0.2) + 3.0 * k as f64 - 4.5,
                         1.0 + 1e-2,
-                        rng.range(-0.2, 0.2),
+                        rng.symmetric(0.2),
                     ),
                 );
                 c.velocity = rng.vec(40.0) - DVec3::new(0.0, 40.0, 0.0);
