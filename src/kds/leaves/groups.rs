@@ -4,7 +4,8 @@
 
 use glam::DVec3;
 
-use super::{Feature, LeafId, Leaves, References, NO_EDGE, NO_VERTEX};
+use super::references::References;
+use super::table::{Feature, LeafId, Leaves, NO_EDGE, NO_VERTEX};
 use crate::kds::kdop::{AxisExtent, AxisHint, Volume};
 use crate::mesh::{EdgeId, TriangleId};
 use crate::penalty::PairKey;

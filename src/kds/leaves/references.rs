@@ -4,7 +4,7 @@
 use glam::DVec3;
 use rayon::prelude::*;
 
-use super::{Feature, LeafId, Leaves};
+use super::table::{Feature, LeafId, Leaves};
 use crate::kds::kdop::{AxisHint, Path, Volume};
 use crate::kds::PAR_MIN_LEN;
 use crate::penalty::PairKey;

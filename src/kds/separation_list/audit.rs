@@ -2,8 +2,8 @@
 
 use std::sync::atomic::Ordering;
 
+use super::list::SeparationList;
 use super::node_pairs::{NodePairId, CUT, LIVE, OPEN};
-use super::SeparationList;
 use crate::kds::kdop::{Volume, FIXED_AXES};
 use crate::state::{VertexId, VertexState};
 

@@ -11,12 +11,16 @@
 use rayon::prelude::*;
 
 use super::node_pairs::{NodePairId, NodePairs, CUT, LIVE, OPEN};
-use super::BATCH;
 use crate::events::{EventQueue, SparseSlots};
 use crate::kds::bvh::Bvh;
 use crate::kds::kdop::{after, AxisHint, Volume};
 use crate::kds::PAR_MIN_LEN;
 use crate::profiling::zone;
+
+/// Pairs per batch of the passes over many pairs (re-timing, handing over at a rebuild): big
+/// enough to keep both threads busy, small enough that the batch's scratch lists stay small
+/// next to the list itself.
+pub(super) const BATCH: usize = 1 << 16;
 
 /// The certificates and the span they are computed over (see the module docs).
 #[derive(Debug)]

@@ -2,12 +2,17 @@
 //! of volumes over them, with the pads the volumes are grown by, and the feature-pair tests
 //! that read them.
 
-use super::LOOSE_TREE;
 use crate::kds::bvh::{Bvh, NodeId};
 use crate::kds::kdop::{AxisHint, Volume};
 use crate::kds::leaves::{Leaves, References};
 use crate::penalty::PairKey;
 use crate::state::{VertexId, VertexState};
+
+/// A rebuild replaces the hierarchy when refits have grown its
+/// [`Bvh::spread`](crate::kds::bvh::Bvh::spread) past this multiple of its spread when built:
+/// the internal volumes then hold leaves that have drifted apart, and the list holds many pairs
+/// that a fresh hierarchy would not need.
+const LOOSE_TREE: f64 = 2.0;
 
 /// The leaves, references and hierarchy of a separation list (see the module docs).
 #[derive(Debug)]

@@ -10,13 +10,19 @@
 use rayon::prelude::*;
 
 use super::hierarchy::Hierarchy;
-use super::{REFIT_BATCH, REFIT_TASK};
 use crate::kds::bvh::NodeId;
 use crate::kds::kdop::Volume;
 use crate::kds::leaves::{LeafId, Leaves};
 use crate::kds::PAR_MIN_LEN;
 use crate::profiling::zone;
 use crate::state::{VertexId, VertexState};
+
+/// Fewest buckets fitted per rayon task (a bucket's fit takes about a microsecond).
+const REFIT_TASK: usize = 32;
+
+/// Buckets refitted per batch of an update: their volumes are fitted in parallel and held
+/// until placed (a few megabytes of 18-DOPs), enough for the placing to go on the pool.
+const REFIT_BATCH: usize = 1 << 14;
 
 /// The stamps and lists of the refits of one update (see the module docs).
 #[derive(Debug)]
@@ -220,7 +226,7 @@ impl<V: Volume> Strays<V> {
 mod tests {
     use super::*;
     use crate::kds::kdop::Dop18;
-    use crate::kds::separation_list::tests::two_sheets;
+    use crate::kds::separation_list::list::tests::two_sheets;
 
     #[test]
     fn the_leaves_of_many_vertices_come_from_the_bitset_in_the_same_order() {
