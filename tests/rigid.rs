@@ -5,11 +5,11 @@
 
 mod common;
 
-use acm::rigid::scene::{
+use acm::rigid::ObaSimulation;
+use acm::scene::rigid::{
     BodyMotion, BodyShape, BodySpec, FrictionCoupling, JointSpec, ObaSettings, RigidScene,
     ShellMaterial,
 };
-use acm::rigid::ObaSimulation;
 use acm::scene::{Method, Scene};
 use acm::{NoFrames, Stepper};
 use common::{Audited, Rng};

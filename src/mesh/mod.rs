@@ -11,6 +11,7 @@ pub(crate) mod budget;
 mod csr;
 mod error;
 mod generators;
+pub(crate) mod hull;
 mod obj;
 mod ply;
 mod strip;

@@ -5,8 +5,8 @@
 use glam::{DMat3, DQuat, DVec3};
 
 use super::geometry::WorldPart;
-use super::scene::{BodyMotion, BodyShape, BodySpec};
 use super::shape::{jack_surface, MassProperties, Polytope, Shape};
+use crate::scene::rigid::{BodyMotion, BodyShape, BodySpec};
 
 /// A body's position and orientation, with the rotation matrix they imply: every world point
 /// of a body (collision vertices and output vertices alike) is `rotation * p + position`, so

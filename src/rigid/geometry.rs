@@ -421,7 +421,7 @@ mod tests {
     use super::*;
     use crate::check::distance::point_triangle_distance;
     use crate::check::triangle_distance;
-    use crate::rigid::hull::convex_hull;
+    use crate::mesh::hull::convex_hull;
     use crate::rigid::shape::Polytope;
     use crate::test_rng::Rng;
     use glam::DQuat;

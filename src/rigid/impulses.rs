@@ -22,8 +22,8 @@ use hashbrown::HashMap;
 use super::body::Body;
 use super::position::UnionFind;
 use super::qp::{Affine, Qp};
-use super::scene::{FrictionCoupling, FrictionModel};
 use super::World;
+use crate::scene::rigid::{FrictionCoupling, FrictionModel};
 
 /// The weight of the impulses' own norm in the objective, relative to the kinetic energy.
 const IMPULSE_WEIGHT: f64 = 1e-6;
@@ -711,7 +711,7 @@ mod tests {
     use super::*;
     use crate::rigid::body::Pose;
     use crate::rigid::geometry::{contact_points, separation, tangent_frame};
-    use crate::rigid::scene::{BodyMotion, BodyShape, BodySpec, ObaSettings, ShellMaterial};
+    use crate::scene::rigid::{BodyMotion, BodyShape, BodySpec, ObaSettings, ShellMaterial};
     use glam::DQuat;
 
     /// A free box of `size` at the origin moving at `velocity` and spinning at `spin`.

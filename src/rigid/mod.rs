@@ -5,19 +5,17 @@
 //! [`ObaSimulation`] is the driver (`simulation.rs`); a step (`step.rs`) is the position update
 //! (`position`: iterated QPs over separating planes), the contacts (`geometry`), and the
 //! momentum and static-contact updates (`impulses`), all QPs solved by `qp`. Bodies
-//! ([`body`], [`shape`], `hull`) come from `[[body]]` entries ([`scene`], `profile`); under
+//! ([`body`], [`shape`]) come from `[[body]]` entries, described in
+//! [`scene::rigid`](crate::scene::rigid) (convex hulls by `mesh::hull`); under
 //! ACM, the synchronous baseline and implicit contact each runs as its surface, a stiff
 //! closed shell (`shells`).
 
 pub mod body;
 pub(crate) mod broad;
 pub(crate) mod geometry;
-pub(crate) mod hull;
 pub(crate) mod impulses;
 pub(crate) mod position;
-pub(crate) mod profile;
 pub(crate) mod qp;
-pub mod scene;
 pub mod shape;
 pub(crate) mod shells;
 mod simulation;
@@ -25,7 +23,7 @@ mod stats;
 mod step;
 mod world;
 
-pub use scene::{ObaSettings, RigidScene};
+pub use crate::scene::rigid::{ObaSettings, RigidScene};
 pub use simulation::ObaSimulation;
 pub use stats::{ObaStats, StepRecord};
 pub use world::{Joint, World};

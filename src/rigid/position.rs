@@ -47,8 +47,8 @@ use hashbrown::HashMap;
 use super::body::{rotation_between, Body, Pose};
 use super::geometry::{separation, tangent_frame, Separation, WorldPart};
 use super::qp::{Qp, QpFailure};
-use super::scene::Objective;
 use super::World;
+use crate::scene::rigid::Objective;
 
 /// A group has converged when its QP predicts the objective can fall by at most this fraction.
 pub(crate) const CONVERGED: f64 = 1e-3;

@@ -5,8 +5,8 @@
 use glam::DVec3;
 
 use super::body::Body;
-use super::scene::{BodyMotion, BodyShape};
 use crate::mesh::TriMesh;
+use crate::scene::rigid::{BodyMotion, BodyShape};
 use crate::scene::{Material, Method, Scene, SceneError, SceneObject, ScriptSpec, VertexSet};
 
 /// The scene of an OBA run's output model: one fixed object per body, its surface at the

@@ -18,9 +18,9 @@ use super::body::{Body, Pose};
 use super::geometry::{contact_points, tangent_frame};
 use super::impulses::{self, Contact};
 use super::position::{self, Memory, PositionOutcome, Stuck};
-use super::scene::BodyMotion;
 use super::stats::StepRecord;
 use super::world::World;
+use crate::scene::rigid::BodyMotion;
 
 /// Takes the step from `t` to `t_next`: the bodies move and their velocities change. Returns
 /// what it did and the wall seconds of its three stages (position update, momentum update,

@@ -43,7 +43,7 @@ pub struct Scene {
     pub speed: SpeedSettings,
     /// Rigid bodies, their joints and the parameters of optimization-based animation: moved
     /// by `integrator.method = "oba"`, and run as stiff closed shells by the others.
-    pub rigid: crate::rigid::RigidScene,
+    pub rigid: super::rigid::RigidScene,
 }
 
 impl Default for Scene {
@@ -62,7 +62,7 @@ impl Default for Scene {
             sync: SyncSettings::default(),
             implicit: ImplicitSettings::default(),
             speed: SpeedSettings::default(),
-            rigid: crate::rigid::RigidScene::default(),
+            rigid: super::rigid::RigidScene::default(),
         }
     }
 }

@@ -12,6 +12,8 @@ mod implicit_settings;
 mod method;
 mod objects;
 pub mod profile;
+pub mod rigid;
+mod rigid_profile;
 mod settings;
 mod speed;
 mod speed_limit;

@@ -361,11 +361,11 @@ struct ProfileFile {
     #[serde(default)]
     speed: SpeedTable,
     #[serde(default, rename = "body")]
-    bodies: Vec<crate::rigid::profile::BodyTable>,
+    bodies: Vec<super::rigid_profile::BodyTable>,
     #[serde(default, rename = "joint")]
-    joints: Vec<crate::rigid::profile::JointTable>,
+    joints: Vec<super::rigid_profile::JointTable>,
     #[serde(default)]
-    oba: crate::rigid::profile::ObaTable,
+    oba: super::rigid_profile::ObaTable,
 }
 
 #[derive(Deserialize)]
@@ -862,7 +862,7 @@ impl ProfileFile {
         let implicit = self.implicit.settings();
         let contact = self.contact.settings();
         let (rigid, body_origin) =
-            crate::rigid::profile::rigid_scene(self.bodies, self.joints, self.oba, base)?;
+            super::rigid_profile::rigid_scene(self.bodies, self.joints, self.oba, base)?;
         let mut objects = Vec::new();
         let mut origin = Vec::new();
         for (i, o) in self.objects.into_iter().enumerate() {

@@ -3,7 +3,7 @@
 
 use glam::{DQuat, DVec3};
 
-use crate::scene::SceneError;
+use super::error::SceneError;
 
 /// The shape of a body, in its own frame before placement.
 #[derive(Clone, Debug, PartialEq)]
@@ -270,7 +270,7 @@ impl BodyShape {
             Self::Polyhedron {
                 vertices,
                 triangles,
-            } => super::hull::check_convex(vertices, triangles)
+            } => crate::mesh::hull::check_convex(vertices, triangles)
                 .map_err(|m| SceneError::new(path.to_string(), m))?,
             Self::Compound { parts } => {
                 if parts.is_empty() {

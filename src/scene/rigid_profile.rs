@@ -7,13 +7,13 @@ use std::path::Path;
 use glam::{DQuat, DVec3, EulerRot};
 use serde::Deserialize;
 
-use super::hull::convex_hull;
-use super::scene::{
+use super::error::SceneError;
+use super::profile::replicate_total;
+use super::rigid::{
     Blast, BodyMotion, BodyShape, BodySpec, FrictionCoupling, FrictionModel, JointSpec,
     ObaSettings, Objective, RigidScene, ShellMaterial,
 };
-use crate::scene::profile::replicate_total;
-use crate::scene::SceneError;
+use crate::mesh::hull::convex_hull;
 
 /// `[[body]]`.
 #[derive(Debug, Deserialize)]
