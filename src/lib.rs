@@ -46,6 +46,8 @@ pub mod events;
 pub mod forces;
 pub mod implicit;
 pub mod kds;
+#[cfg(feature = "bench-kernels")]
+pub mod kernel_benches;
 pub mod mesh;
 pub mod model;
 pub mod output;

@@ -1,0 +1,75 @@
+//! One super-element tick of stretching and of bending on square sheets.
+//!
+//! Reports element updates per second (criterion's throughput); run on one thread
+//! (`RAYON_NUM_THREADS=1`) for the per-core figure.
+
+use crate::forces::{HingeFamily, HingeKernel, SpringFamily, SpringKernel};
+use crate::mesh::{lumped_masses, sheet, Topology};
+use crate::state::{VertexKind, VertexState};
+use criterion::{BenchmarkId, Criterion, Throughput};
+use glam::DVec3;
+
+struct Model {
+    state: VertexState,
+    springs: SpringFamily,
+    hinges: HingeFamily,
+}
+
+fn model(n: usize) -> Model {
+    let mut mesh = sheet(n, n, 100.0, 100.0).unwrap();
+    // A gentle wave so that every hinge is bent and every spring stretched.
+    for p in &mut mesh.positions {
+        p.y = 0.5 * (0.3 * p.x).sin() * (0.2 * p.z).cos();
+    }
+    let topology = Topology::build(&mesh).unwrap();
+    let mass = lumped_masses(&mesh, 0.001);
+    let state = VertexState {
+        x: mesh.positions.clone(),
+        t: vec![0.0; mass.len()],
+        v: vec![DVec3::ZERO; mass.len()],
+        inv_mass: mass.iter().map(|m| 1.0 / m).collect(),
+        mass,
+        kind: vec![VertexKind::Free; mesh.positions.len()],
+    };
+    let rest = sheet(n, n, 100.0, 100.0).unwrap().positions;
+    let mut sk = SpringKernel::default();
+    for &[a, b] in &topology.edges {
+        sk.push(a, b, &rest, 1000.0, 1.0);
+    }
+    let mut hk = HingeKernel::default();
+    for &h in &topology.hinges {
+        hk.push(h, &rest, 0.1, 0.01);
+    }
+    let sc = vec![1e-4; sk.ends.len()];
+    let hc = vec![1e-4; hk.verts.len()];
+    let springs = SpringFamily::new(sk, &sc, &state.x, state.len(), false);
+    let hinges = HingeFamily::new(hk, &hc, &state.x, state.len(), false);
+    Model {
+        state,
+        springs,
+        hinges,
+    }
+}
+
+fn super_element_tick(c: &mut Criterion) {
+    let mut group = c.benchmark_group("super_element_tick");
+    group.sample_size(10);
+    group.measurement_time(std::time::Duration::from_secs(3));
+    for n in [100, 1000] {
+        let mut m = model(n);
+        group.throughput(Throughput::Elements(m.springs.len() as u64));
+        group.bench_with_input(BenchmarkId::new("stretching", n * n), &n, |b, _| {
+            b.iter(|| m.springs.tick_all(0.0, 1e-4, &mut m.state))
+        });
+        group.throughput(Throughput::Elements(m.hinges.len() as u64));
+        group.bench_with_input(BenchmarkId::new("bending", n * n), &n, |b, _| {
+            b.iter(|| m.hinges.tick_all(0.0, 1e-4, &mut m.state))
+        });
+    }
+    group.finish();
+}
+
+/// Every benchmark of this file, in order (what `cargo bench --features bench-kernels --bench forces` runs).
+pub fn all(criterion: &mut Criterion) {
+    super_element_tick(criterion);
+}
