@@ -47,7 +47,7 @@ pub struct CompareRow {
     pub notes: Option<String>,
 }
 
-/// Runs `scene` with every method ([`Method::ALL`], and [`Method::Oba`] when it has rigid
+/// Runs `scene` with every method (`Method::ALL`, and [`Method::Oba`] when it has rigid
 /// bodies) up to `until` and returns one row for each, with the method's summary of its run
 /// as the row's notes. A scene one method cannot build (for example, primitives closer than
 /// ACM's `eta1`) gives a row that says so.

@@ -5,7 +5,7 @@
 //! (Harmon, *Robust, Efficient, and Accurate Contact Algorithms*, 2010, ch. 5).
 //!
 //! The crate is data oriented: vertices, elements and events live in structure-of-arrays tables
-//! indexed by dense `u32` indices (events by [`events::EventId`]). Data flows one way:
+//! indexed by dense `u32` indices (events by `events::EventId`). Data flows one way:
 //! `mesh -> state -> forces | penalty | kds -> events -> engine -> output`, with [`scene`] describing what to
 //! build and [`check`] only reading.
 //!
@@ -31,10 +31,10 @@
 //! Profiles (`profiles/*.toml`, [`scene::profile::load`]) describe the same scenes in files,
 //! and [`driver`] runs a scene with whichever method it names.
 //!
-//! Features: `cli` (the `acm` application), `plot` (the `plot` module: PNG charts) and `view` (the
-//! `view` module: the frame viewer page and pictures) are on by default;
-//! `cargo build --no-default-features --lib` builds the engine alone. `profile-tracy` opens
-//! Tracy spans for the loop's phases ([`profiling`]).
+//! Features: `cli` (the `acm` application, with its charts, viewer page and pictures) is on by
+//! default; `cargo build --no-default-features --lib` builds the engine alone. `profile-tracy`
+//! opens Tracy spans for the loop's phases ([`profiling`]); `bench-kernels` compiles the
+//! criterion benchmarks of the crate-private kernels (`kernel_benches`).
 #![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod check;
@@ -52,8 +52,6 @@ pub mod mesh;
 pub mod model;
 pub mod output;
 pub mod penalty;
-#[cfg(feature = "plot")]
-pub mod plot;
 pub mod prelude;
 pub mod profiling;
 pub mod rigid;
@@ -66,8 +64,6 @@ pub mod sync;
 mod test_rng;
 pub mod threads;
 mod typed_index;
-#[cfg(feature = "view")]
-pub mod view;
 
 pub use driver::driver;
 pub use engine::{Processed, Simulation, Stats, WaitPolicy};
@@ -76,7 +72,7 @@ pub use error::{Error, RunError, SteerError};
 /// embedding program uses the same version.
 pub use glam;
 pub use model::Model;
-pub use run_stats::RunStats;
+pub(crate) use run_stats::RunStats;
 pub use scene::Scene;
 pub use stepper::{Frame, FrameSink, FrameSource, NoFrames, PenaltyNow, Stepper};
 

@@ -28,7 +28,7 @@ pub struct RunStats {
 
 impl RunStats {
     /// The statistics of a run of `model` that has not started.
-    pub fn of(model: &Model) -> Self {
+    pub(crate) fn of(model: &Model) -> Self {
         Self {
             scene: model.name.clone(),
             model: model.size,

@@ -19,7 +19,7 @@ use crate::typed_index::typed_index;
 
 typed_index! {
     /// A vertex: an index into the columns of [`VertexState`].
-    pub struct VertexId;
+    pub(crate) struct VertexId;
 }
 
 /// Vertices per rayon task in whole-mesh passes: below this, splitting costs more than it saves.

@@ -86,14 +86,8 @@ fn without_super_elements_every_element_and_vertex_has_its_own_event() {
         let sim = run_audited(&scene, speed, 0.002);
         sim.stats().run.model.force_events
     };
-    let (springs, hinges, vertices) = {
-        let sim = Simulation::new(&scene).unwrap();
-        (
-            sim.model().springs().len(),
-            sim.model().hinges().len(),
-            sim.model().state().len(),
-        )
-    };
+    let size = Simulation::new(&scene).unwrap().stats().run.model;
+    let (springs, hinges, vertices) = (size.springs, size.hinges, size.vertices);
     assert_eq!(
         events(SpeedSettings::ALL),
         3,

@@ -6,6 +6,7 @@
 //! degenerate inputs (zero-length segments, parallel segments, collinear triangles) are handled
 //! by falling back to endpoint distances.
 
+#[cfg(test)]
 use super::intersection::triangles_intersect;
 use glam::DVec3;
 
@@ -25,7 +26,7 @@ pub(crate) fn point_segment_distance(p: DVec3, a: DVec3, b: DVec3) -> f64 {
 
 /// Distance from `p` to the closed triangle `tri` (degenerate triangles are handled as the
 /// segments or point they span).
-pub fn point_triangle_distance(p: DVec3, tri: [DVec3; 3]) -> f64 {
+pub(crate) fn point_triangle_distance(p: DVec3, tri: [DVec3; 3]) -> f64 {
     let [a, b, c] = tri;
     let n = (b - a).cross(c - a);
     let nn = n.length_squared();
@@ -71,7 +72,8 @@ pub(crate) fn segment_segment_distance(p0: DVec3, p1: DVec3, q0: DVec3, q1: DVec
 /// Distance between two closed triangles: `0.0` when they intersect (decided exactly by
 /// [`triangles_intersect`]), otherwise the minimum over the 6 vertex-triangle and 9 edge-edge
 /// distances. Returns NaN if any coordinate is not finite.
-pub fn triangle_distance(a: [DVec3; 3], b: [DVec3; 3]) -> f64 {
+#[cfg(test)]
+pub(crate) fn triangle_distance(a: [DVec3; 3], b: [DVec3; 3]) -> f64 {
     if !a.iter().chain(b.iter()).all(|p| p.is_finite()) {
         return f64::NAN;
     }

@@ -33,7 +33,7 @@ use std::cmp::Ordering;
 /// (vertex on face, edge on edge, shared vertex) and coplanar triangles. If any coordinate is not
 /// finite the triangles are reported as not intersecting (callers that care, such as the audit,
 /// reject non-finite input first).
-pub fn triangles_intersect(a: [DVec3; 3], b: [DVec3; 3]) -> bool {
+pub(crate) fn triangles_intersect(a: [DVec3; 3], b: [DVec3; 3]) -> bool {
     if !a.iter().chain(b.iter()).all(|p| p.is_finite()) {
         return false;
     }

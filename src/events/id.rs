@@ -17,7 +17,7 @@ impl EventId {
 
     /// Wraps a `usize` index; panics in debug builds if it does not fit in `u32`.
     #[inline]
-    pub const fn from_usize(index: usize) -> Self {
+    pub(crate) const fn from_usize(index: usize) -> Self {
         debug_assert!(index < u32::MAX as usize);
         Self(index as u32)
     }

@@ -2,7 +2,7 @@
 //!
 //! An event is a slot in the [`EventTable`] (its [`EventKind`] and a payload index into the
 //! owning subsystem's table), referred to by an [`EventHandle`] whose generation detects reuse.
-//! Pending events sit in the [`EventQueue`], an indexed D-ary min-heap over event ids keyed by
+//! Pending events sit in the `EventQueue`, an indexed D-ary min-heap over event ids keyed by
 //! `(time, id)`, so that ties between simultaneous events break deterministically.
 
 mod id;
@@ -10,7 +10,7 @@ mod queue;
 mod scheduler;
 mod table;
 
-pub use id::EventId;
-pub use queue::{DenseSlots, EventQueue, Slots, SparseSlots};
-pub use scheduler::Scheduler;
+pub(crate) use id::EventId;
+pub(crate) use queue::{EventQueue, SparseSlots};
+pub(crate) use scheduler::Scheduler;
 pub use table::{EventHandle, EventKind, EventTable, StaleHandle};

@@ -56,7 +56,7 @@ impl Entry {
 }
 
 /// Where an [`EventQueue`] keeps the heap slot of each queued id.
-pub trait Slots: Clone + std::fmt::Debug + Default {
+pub(crate) trait Slots: Clone + std::fmt::Debug + Default {
     /// Room for ids below `n` without growing.
     fn with_capacity(n: usize) -> Self;
     /// The slot of `id`, or `u32::MAX` if it is not queued.
@@ -68,13 +68,14 @@ pub trait Slots: Clone + std::fmt::Debug + Default {
     /// Marks `id` as not queued.
     fn unset(&mut self, id: u32);
     /// How many ids are marked queued (for `EventQueue::check_invariants`).
+    #[cfg(test)]
     fn queued(&self) -> usize;
 }
 
 /// Slots in an array indexed by id: no hashing, and memory for every id up to the largest ever
 /// queued. For ids that are mostly queued (the engine's events).
 #[derive(Clone, Debug, Default)]
-pub struct DenseSlots(Vec<u32>);
+pub(crate) struct DenseSlots(Vec<u32>);
 
 impl Slots for DenseSlots {
     fn with_capacity(n: usize) -> Self {
@@ -104,6 +105,7 @@ impl Slots for DenseSlots {
         self.0[id as usize] = NONE;
     }
 
+    #[cfg(test)]
     fn queued(&self) -> usize {
         self.0.iter().filter(|&&p| p != NONE).count()
     }
@@ -113,7 +115,7 @@ impl Slots for DenseSlots {
 /// at a time (the separation list queues a few thousand of its millions of pair ids, where an
 /// array indexed by pair id would cost 4 bytes a pair).
 #[derive(Clone, Debug, Default)]
-pub struct SparseSlots(HashMap<u32, u32>);
+pub(crate) struct SparseSlots(HashMap<u32, u32>);
 
 impl Slots for SparseSlots {
     fn with_capacity(n: usize) -> Self {
@@ -138,6 +140,7 @@ impl Slots for SparseSlots {
         self.0.remove(&id);
     }
 
+    #[cfg(test)]
     fn queued(&self) -> usize {
         self.0.len()
     }
@@ -165,7 +168,7 @@ impl Slots for SparseSlots {
 /// development VM `benches/queue.rs` measured 8 about 25% faster than 4 at 10^6 events and
 /// 20% faster at 10^4, and 2 clearly slower (see `benches/README.md`).
 #[derive(Clone, Debug)]
-pub struct EventQueue<const D: usize = 8, S = DenseSlots> {
+pub(crate) struct EventQueue<const D: usize = 8, S = DenseSlots> {
     heap: Vec<Entry>,
     pos: S,
 }
@@ -190,7 +193,7 @@ impl<const D: usize, S: Slots> EventQueue<D, S> {
     }
 
     /// An empty queue with room for `n` events with ids below `n` before reallocating.
-    pub fn with_capacity(n: usize) -> Self {
+    pub(crate) fn with_capacity(n: usize) -> Self {
         let mut q = Self::new();
         q.heap.reserve(n);
         q.pos = S::with_capacity(n);
@@ -200,12 +203,12 @@ impl<const D: usize, S: Slots> EventQueue<D, S> {
     /// Queues `id` at `time`; if `id` is already queued this moves it to `time` (same as
     /// [`update`](Self::update)).
     #[inline]
-    pub fn push(&mut self, id: EventId, time: f64) {
+    pub(crate) fn push(&mut self, id: EventId, time: f64) {
         self.update(id, time);
     }
 
     /// Moves queued `id` to `time` (earlier or later); if `id` is not queued, queues it.
-    pub fn update(&mut self, id: EventId, time: f64) {
+    pub(crate) fn update(&mut self, id: EventId, time: f64) {
         let e = Entry::new(time_to_key(time), id.0);
         let slot = self.slot_of(id);
         if slot == NONE {
@@ -249,7 +252,7 @@ impl<const D: usize, S: Slots> EventQueue<D, S> {
     }
 
     /// Removes and returns the earliest event (smallest time, then smallest id).
-    pub fn pop(&mut self) -> Option<(EventId, f64)> {
+    pub(crate) fn pop(&mut self) -> Option<(EventId, f64)> {
         let top = *self.heap.first()?;
         let last = self.heap.pop().expect("non-empty");
         self.pos.unset(top.id());

@@ -6,7 +6,7 @@ use super::{EventQueue, EventTable};
 /// event is and the queue that orders them. Borrowed together, so that one handle is passed
 /// where both are needed.
 #[derive(Debug)]
-pub struct Scheduler<'a> {
+pub(crate) struct Scheduler<'a> {
     /// What each event is.
     pub table: &'a mut EventTable,
     /// When each queued event is due.

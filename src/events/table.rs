@@ -41,14 +41,14 @@ pub struct EventHandle {
 #[error("stale event handle: id {} generation {}", .0.id.0, .0.generation)]
 pub struct StaleHandle(pub EventHandle);
 
-/// The table of all events, a structure of arrays indexed by [`EventId`].
+/// The table of all events, a structure of arrays indexed by `EventId`.
 ///
 /// Layout: `kind[i]`, `payload[i]`, `generation[i]` and `live[i]` describe slot `i`; the arrays
 /// always have the same length, `capacity_ids`, the number of slots ever
 /// allocated. Dispatch reads only `kind` and `payload`, handle checks only `generation` and
 /// `live`, so each access touches one or two small dense arrays (1 + 4 bytes per event on the
 /// dispatch path) instead of a padded row struct. Event *times* are not stored here: they live in
-/// the [`EventQueue`](super::EventQueue), the only place that orders them.
+/// the `EventQueue`, the only place that orders them.
 ///
 /// Removed slots go on a LIFO free list and are reused by the next `insert`,
 /// which bumps the slot's generation so old handles become stale. A slot whose generation would

@@ -173,7 +173,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     ///
     /// `binned`: power-of-two clock bins (the elements are re-ordered by bin, stably); otherwise
     /// one bin at the smallest clock, in the given order.
-    pub fn new(
+    pub(crate) fn new(
         kernel: K,
         clocks: &[f64],
         positions: &[DVec3],
@@ -235,13 +235,8 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     }
 
     /// Number of elements.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.kernel.len()
-    }
-
-    /// Whether the family has no elements.
-    pub fn is_empty(&self) -> bool {
-        self.kernel.is_empty()
     }
 
     /// Ticks every element of bin `b` at time `t` with clock `h` (one super-element event).
@@ -347,7 +342,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
 
     /// Ticks every element at time `t` with clock `h`, bin after bin (the synchronous
     /// baseline's step).
-    pub fn tick_all(&mut self, t: f64, h: f64, state: &mut VertexState) {
+    pub(crate) fn tick_all(&mut self, t: f64, h: f64, state: &mut VertexState) {
         for b in 0..self.bins.len() {
             self.tick_bin(b, t, h, state);
         }

@@ -22,11 +22,11 @@ pub struct HingeKernel {
 }
 
 /// The bending family: hinges plus their clocks and damping memory.
-pub type HingeFamily = ElementFamily<4, HingeKernel>;
+pub(crate) type HingeFamily = ElementFamily<4, HingeKernel>;
 
 impl HingeKernel {
     /// Adds a hinge whose rest shape is taken from `rest_positions`.
-    pub fn push(&mut self, verts: [u32; 4], rest_positions: &[DVec3], kb: f64, c: f64) {
+    pub(crate) fn push(&mut self, verts: [u32; 4], rest_positions: &[DVec3], kb: f64, c: f64) {
         self.verts.push(verts);
         self.rest.push(bending::HingeRest::of(
             verts.map(|i| rest_positions[i as usize]),

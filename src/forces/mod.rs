@@ -19,6 +19,5 @@ mod springs;
 
 pub(crate) use element_family::{bin_clock, clock_bin};
 pub use element_family::{ElementFamily, ElementKernel};
-pub use hinges::{HingeFamily, HingeKernel};
-pub use materials::Materials;
-pub use springs::{SpringFamily, SpringKernel};
+pub(crate) use hinges::{HingeFamily, HingeKernel};
+pub(crate) use springs::{SpringFamily, SpringKernel};

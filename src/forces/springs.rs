@@ -22,11 +22,11 @@ pub struct SpringKernel {
 }
 
 /// The stretching family: springs plus their clocks and damping memory.
-pub type SpringFamily = ElementFamily<2, SpringKernel>;
+pub(crate) type SpringFamily = ElementFamily<2, SpringKernel>;
 
 impl SpringKernel {
     /// Adds a spring between `a` and `b` whose rest length is their distance in `rest_positions`.
-    pub fn push(&mut self, a: u32, b: u32, rest_positions: &[DVec3], k: f64, c: f64) {
+    pub(crate) fn push(&mut self, a: u32, b: u32, rest_positions: &[DVec3], k: f64, c: f64) {
         self.ends.push([a, b]);
         self.rest
             .push(rest_positions[a as usize].distance(rest_positions[b as usize]));

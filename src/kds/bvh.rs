@@ -59,7 +59,7 @@ const LEAF_NODE: u32 = 1 << 31;
 
 /// A bounding volume hierarchy with volumes of kind `V` (see the module docs).
 #[derive(Debug)]
-pub struct Bvh<V> {
+pub(crate) struct Bvh<V> {
     /// Children of an internal node (node ids); `[start, end | LEAF_NODE]` for a leaf node,
     /// whose leaves are `order[start..end]`.
     child: Vec<[u32; 2]>,
@@ -75,12 +75,12 @@ pub struct Bvh<V> {
 
 impl<V> Bvh<V> {
     /// Number of nodes.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.child.len()
     }
 
     /// Whether the hierarchy has no node.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.child.is_empty()
     }
 
@@ -124,7 +124,7 @@ impl<V> Bvh<V> {
 
 impl<V: Volume> Bvh<V> {
     /// Builds the topology over the leaves' centroids at `t` (`Bvh::build`).
-    pub fn over(leaves: &Leaves, state: &VertexState, t: f64) -> Self {
+    pub(crate) fn over(leaves: &Leaves, state: &VertexState, t: f64) -> Self {
         let centroids: Vec<_> = (leaves.ids())
             .map(|l| leaves.centroid(l, state, t))
             .collect();
@@ -256,7 +256,7 @@ impl<V: Volume> Bvh<V> {
     /// sweep over its ids (pre-order keeps a subtree's ids contiguous), then the few nodes
     /// above them. Every volume is computed from the same children whatever
     /// the order, so the result does not depend on the number of threads.
-    pub fn refit_all(
+    pub(crate) fn refit_all(
         &mut self,
         leaves: &Leaves,
         refs: &References,

@@ -29,7 +29,7 @@ use glam::{DVec3, Vec3};
 /// holds the last two axes promoted: the low four bits the first to try, the high four the one
 /// before it (the second screening axis of [`Volume::screening_axes`]).
 #[derive(Debug)]
-pub struct AxisHint {
+pub(crate) struct AxisHint {
     slots: [CachePadded<AtomicU8>; HINT_SLOTS],
     adaptive: bool,
 }
@@ -41,7 +41,7 @@ const HINT_SLOTS: usize = 64;
 impl AxisHint {
     /// A hint starting at axis 0; `adaptive` promotes the separating axis, otherwise the order
     /// stays fixed.
-    pub const fn new(adaptive: bool) -> Self {
+    pub(crate) const fn new(adaptive: bool) -> Self {
         Self {
             slots: [const { CachePadded::new(AtomicU8::new(0)) }; HINT_SLOTS],
             adaptive,
@@ -109,10 +109,7 @@ pub(crate) const TOLERANCE: f64 = 1e-10;
 pub(crate) const INSTANT: f64 = 1e-9;
 
 /// A bounding volume whose extent moves linearly in time (see the module docs).
-pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
-    /// Short name used in statistics and benchmarks (`"kdop18"`, `"spheres"`, ...).
-    const NAME: &'static str;
-
+pub(crate) trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
     /// The smallest volume of this kind, linear in time on `[t, t_end]`, containing every point
     /// `p0[i] + (s - t) (p1[i] - p0[i]) / (t_end - t)` for `s` in `[t, t_end]` grown by `pad`.
     /// `p0` and `p1` are the points at `t` and `t_end` and have the same length.
@@ -125,7 +122,10 @@ pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
     fn contains(&self, inner: &Self, t: f64, t_end: f64) -> bool;
 
     /// The interval of times within `[t, t_end]` at which the two volumes may overlap, or `None`
-    /// when they stay apart on all of it. Never reports "apart" at a time they overlap.
+    /// when they stay apart on all of it. Never reports "apart" at a time they overlap. (The
+    /// engine asks [`overlap_interval_from`](Self::overlap_interval_from); tests and the kernel
+    /// benchmarks ask this.)
+    #[cfg(any(test, feature = "bench-kernels"))]
     fn overlap_interval(&self, other: &Self, t: f64, t_end: f64) -> Option<(f64, f64)> {
         self.overlap_interval_from(other, t, t_end, t_end, &FIXED_AXES)
     }
@@ -193,7 +193,7 @@ pub trait Volume: Copy + std::fmt::Debug + Send + Sync + 'static {
 /// velocity, so rounding never loosens a bound; it only moves the reference by `2^-24` of the
 /// distance the vertex travels in a horizon, far inside the slack.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Path {
+pub(crate) struct Path {
     /// Position at the horizon's end.
     pub(crate) end: DVec3,
     /// Velocity.
@@ -444,7 +444,7 @@ fn axis(j: usize) -> DVec3 {
 /// Four parallel arrays of `A` extents: the overlap test streams `hi`/`lo` of one volume against
 /// `lo`/`hi` of the other axis by axis, and the rates sit beside them for the interval roots.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Dop<const A: usize> {
+pub(crate) struct Dop<const A: usize> {
     /// Lower extent along each axis at `t_end`.
     pub(crate) lo: [f32; A],
     /// Upper extent along each axis at `t_end`.
@@ -456,11 +456,11 @@ pub struct Dop<const A: usize> {
 }
 
 /// Axis-aligned bounding box (6-DOP).
-pub type Aabb = Dop<3>;
+pub(crate) type Aabb = Dop<3>;
 /// 18-DOP: coordinate axes and edge diagonals.
-pub type Dop18 = Dop<9>;
+pub(crate) type Dop18 = Dop<9>;
 /// 26-DOP: coordinate axes, edge and corner diagonals.
-pub type Dop26 = Dop<13>;
+pub(crate) type Dop26 = Dop<13>;
 
 impl<const A: usize> Dop<A> {
     /// Every extent and rate zero: the start of a volume filled in axis by axis.
@@ -621,13 +621,6 @@ fn clip_linear(g: f64, rate: f64, lo: &mut f64, hi: &mut f64) {
 }
 
 impl<const A: usize> Volume for Dop<A> {
-    const NAME: &'static str = match A {
-        3 => "aabb",
-        9 => "kdop18",
-        13 => "kdop26",
-        _ => "kdop",
-    };
-
     fn fit(p0: &[DVec3], p1: &[DVec3], t: f64, t_end: f64, pad: f64) -> Self {
         let mut out = Self::ZERO;
         for j in 0..A {
@@ -779,7 +772,7 @@ impl<const A: usize> Volume for Dop<A> {
 
 /// A sphere whose centre moves linearly in time and whose radius is constant on the horizon.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Sphere {
+pub(crate) struct Sphere {
     /// Centre at `t_end`.
     pub(crate) centre: [f32; 3],
     /// Velocity of the centre.
@@ -852,8 +845,6 @@ fn enclose(ca: DVec3, ra: f64, cb: DVec3, rb: f64) -> (DVec3, f64) {
 }
 
 impl Volume for Sphere {
-    const NAME: &'static str = "spheres";
-
     fn fit(p0: &[DVec3], p1: &[DVec3], t: f64, t_end: f64, pad: f64) -> Self {
         let n = p0.len().max(1) as f64;
         let c0 = p0.iter().copied().sum::<DVec3>() / n;

@@ -1,23 +1,23 @@
 //! Kinetic data structures (thesis §5.3, DESIGN §6).
 //!
-//! - [`slab`]: kinetic separation slabs, the narrow-phase certificate of a VT or EE pair.
+//! - `slab`: kinetic separation slabs, the narrow-phase certificate of a VT or EE pair.
 //! - `swept_boxes`: the interim broad phase (swept boxes on a hash grid), kept for comparison.
-//! - [`kdop`]: k-DOPs and spheres moving linearly in time, and their overlap intervals.
-//! - [`leaves`]: the leaf primitives, their feature pairs and reference trajectories.
-//! - [`bvh`]: one hierarchy over every leaf of every object.
+//! - `kdop`: k-DOPs and spheres moving linearly in time, and their overlap intervals.
+//! - `leaves`: the leaf primitives, their feature pairs and reference trajectories.
+//! - `bvh`: one hierarchy over every leaf of every object.
 //! - `kinetic_grid`: the kinetic Eulerian grid of thesis §7.3, an alternative broad phase.
-//! - `separation_list`: the kinetic separation list over a [`bvh::Bvh`].
+//! - `separation_list`: the kinetic separation list over a `bvh::Bvh`.
 
-pub mod bvh;
-pub mod kdop;
+pub(crate) mod bvh;
+pub(crate) mod kdop;
 mod kinetic_grid;
-pub mod leaves;
+pub(crate) mod leaves;
 mod separation_list;
-pub mod slab;
+pub(crate) mod slab;
 mod swept_boxes;
 
-pub use kinetic_grid::GridStats;
-pub use separation_list::ListStats;
+pub(crate) use kinetic_grid::GridStats;
+pub(crate) use separation_list::ListStats;
 
 use crate::penalty::PairKey;
 use kdop::{Aabb, Dop18, Dop26, Sphere};

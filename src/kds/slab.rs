@@ -24,7 +24,7 @@ use glam::DVec3;
 /// point to side B's), moving with `velocity`; certifies that every vertex of A stays at signed
 /// distance `<= -half_gap` and every vertex of B at `>= +half_gap` from the moving plane.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Slab {
+pub(crate) struct Slab {
     /// Unit normal `n = (b - a) / |b - a|`, from A's closest point `a` to B's closest point `b`.
     pub(crate) normal: DVec3,
     /// A point of the plane at `t0`: the midpoint `m = (a + b) / 2` of the closest points.
@@ -119,7 +119,7 @@ fn closest_points<const N: usize>(
 /// those, `eta` not finite and `> 0`, or a vertex found on the wrong side of its boundary by
 /// round-off (only possible when the distance is within round-off of `eta`).
 #[inline]
-pub fn build_slab<const N: usize>(
+pub(crate) fn build_slab<const N: usize>(
     x: &[DVec3; N],
     v: &[DVec3; N],
     a_count: usize,
@@ -152,7 +152,7 @@ pub fn build_slab<const N: usize>(
 /// Conservative: for all `dt` in `[0, failure)` the pair is at least `eta` apart (convexity).
 /// Non-finite input gives 0 (fail at once).
 #[inline]
-pub fn failure_time<const N: usize>(
+pub(crate) fn failure_time<const N: usize>(
     slab: &Slab,
     x: &[DVec3; N],
     v: &[DVec3; N],

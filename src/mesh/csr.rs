@@ -3,7 +3,7 @@
 /// Compressed sparse rows: row `i` is `items[offsets[i]..offsets[i + 1]]`. Items are `u32`
 /// unless a table's items are known to be small (`u16` halves the table).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Csr<T = u32> {
+pub(crate) struct Csr<T = u32> {
     /// Row start offsets into `items`; `rows() + 1` entries (empty for a default `Csr`).
     pub offsets: Vec<u32>,
     /// The items of all rows, concatenated.

@@ -17,7 +17,7 @@ pub enum MeshError {
         /// The vertex index.
         vertex: usize,
     },
-    /// A vertex lies farther from the origin than [`MAX_COORDINATE`].
+    /// A vertex lies farther from the origin than `MAX_COORDINATE`.
     #[error(
         "vertex {vertex} is at {position}, farther than {MAX_COORDINATE:e} cm from the origin; \
          acm works in centimetres, where that is 10,000 km: scale the mesh into that range"
@@ -115,4 +115,4 @@ pub enum MeshError {
 
 /// Largest coordinate a mesh vertex may have (cm). Double precision still resolves a 1e-7 cm
 /// step there, and squared lengths stay far from overflow.
-pub const MAX_COORDINATE: f64 = 1e9;
+pub(crate) const MAX_COORDINATE: f64 = 1e9;

@@ -9,8 +9,8 @@ use glam::{DQuat, DVec3};
 use hashbrown::HashMap;
 use std::f64::consts::TAU;
 
-/// Largest vertex count a generator will produce (indices must fit in `u32` with room for
-/// [`NO_TRIANGLE`](super::NO_TRIANGLE)).
+/// Largest vertex count a generator will produce (indices must fit in `u32`, with room for
+/// the `u32::MAX` markers of missing entries).
 const MAX_VERTICES: usize = (u32::MAX / 2) as usize;
 
 fn invalid(generator: &'static str, message: impl Into<String>) -> MeshError {
@@ -608,6 +608,7 @@ mod tests {
         let topo = Topology::build(m).unwrap();
         let chi = m.positions.len() as i64 - topo.edges.len() as i64 + m.triangles.len() as i64;
         let n = m.positions.len();
+        let vertex_edges = topo.vertex_edges(n);
         let mut seen = vec![false; n];
         let mut components = 0;
         for start in 0..n {
@@ -618,7 +619,7 @@ mod tests {
             let mut stack = vec![start];
             seen[start] = true;
             while let Some(v) = stack.pop() {
-                for &e in topo.vertex_edges.row(v) {
+                for &e in vertex_edges.row(v) {
                     for w in topo.edges[e as usize] {
                         if !seen[w as usize] {
                             seen[w as usize] = true;

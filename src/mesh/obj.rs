@@ -195,7 +195,7 @@ fn resolve_index(
     u32::try_from(resolved).map_err(|_| format!("face vertex `{tok}` exceeds the u32 index range"))
 }
 
-/// One object for [`write_obj_positions`]: its vertices `positions` and `triangles` whose
+/// One object for `write_obj_positions`: its vertices `positions` and `triangles` whose
 /// vertex `first + i` is `positions[i]` (so a simulation's global triangles can be written
 /// without a copy in object-local indices), and its texture coordinates if it has them.
 #[derive(Clone, Copy, Debug)]
@@ -214,7 +214,7 @@ pub struct ObjGroup<'a> {
 
 impl<'a> ObjGroup<'a> {
     /// The group of a whole mesh called `name`.
-    pub fn of(name: &'a str, mesh: &'a TriMesh) -> Self {
+    pub(crate) fn of(name: &'a str, mesh: &'a TriMesh) -> Self {
         Self {
             name,
             positions: &mesh.positions,
@@ -225,7 +225,7 @@ impl<'a> ObjGroup<'a> {
     }
 }
 
-/// Writes several meshes as one OBJ file; see [`write_obj_positions`].
+/// Writes several meshes as one OBJ file; see `write_obj_positions`.
 pub fn write_obj(w: &mut impl Write, groups: &[(&str, &TriMesh)]) -> std::io::Result<()> {
     let groups: Vec<ObjGroup<'_>> = groups
         .iter()
@@ -235,7 +235,7 @@ pub fn write_obj(w: &mut impl Write, groups: &[(&str, &TriMesh)]) -> std::io::Re
 }
 
 /// `name` as one word for a frame file: whitespace replaced by `_`, `unnamed` when empty.
-pub fn single_word(name: &str) -> String {
+pub(crate) fn single_word(name: &str) -> String {
     if name.is_empty() {
         return "unnamed".into();
     }
@@ -252,7 +252,10 @@ pub fn single_word(name: &str) -> String {
 /// them, so a file is either textured everywhere or nowhere (as [`parse_obj`] keeps them only
 /// when every face has them): a scene with a generated mesh (which has none) writes no `vt`
 /// for any object.
-pub fn write_obj_positions(w: &mut impl Write, groups: &[ObjGroup<'_>]) -> std::io::Result<()> {
+pub(crate) fn write_obj_positions(
+    w: &mut impl Write,
+    groups: &[ObjGroup<'_>],
+) -> std::io::Result<()> {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, w);
     let mut blocks = LineBlocks::default();
     let textured = groups.iter().all(|g| g.uvs.is_some());

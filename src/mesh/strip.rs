@@ -7,9 +7,9 @@
 use super::csr::Csr;
 
 /// The index that ends one strip and starts the next (`-1` read as a signed PLY `int`).
-pub const RESTART: u32 = u32::MAX;
+pub(crate) const RESTART: u32 = u32::MAX;
 
-/// Encodes `triangles` as strips joined by [`RESTART`]: each triangle appears once, as a
+/// Encodes `triangles` as strips joined by `RESTART`: each triangle appears once, as a
 /// rotation of itself (same winding), in an order that follows shared edges.
 ///
 /// Greedy and deterministic: from each triangle not yet in a strip (in index order), the
@@ -94,7 +94,7 @@ pub fn triangle_strips(triangles: &[[u32; 3]]) -> Vec<u32> {
     strips
 }
 
-/// Decodes strips joined by [`RESTART`] into triangles, in strip order; triangles with a
+/// Decodes strips joined by `RESTART` into triangles, in strip order; triangles with a
 /// repeated vertex (the degenerate ones some writers use to join strips) are skipped.
 pub fn strip_triangles(strips: &[u32]) -> Vec<[u32; 3]> {
     let mut triangles = Vec::with_capacity(strips.len());

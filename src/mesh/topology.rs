@@ -1,12 +1,10 @@
 //! Derived connectivity: edges, edge -> triangles, bending hinges, vertex adjacency.
 
+#[cfg(test)]
 use super::csr::Csr;
 use super::error::MeshError;
 use super::tri_mesh::TriMesh;
 use super::validate::validate_with_edges;
-
-/// Marks the missing second triangle of a boundary edge in [`Topology::edge_triangles`].
-pub const NO_TRIANGLE: u32 = u32::MAX;
 
 /// A bending hinge: interior edge `(v[0], v[1])` shared by triangles `(v[0], v[1], v[2])` and
 /// `(v[1], v[0], v[3])`, i.e. `v[2]` and `v[3]` are the opposite ("wing") vertices.
@@ -15,30 +13,22 @@ pub const NO_TRIANGLE: u32 = u32::MAX;
 /// triangle's counter-clockwise order, so for a consistently oriented flat sheet the dihedral
 /// angle is 0. If the two triangles are *not* consistently oriented, `v[3]` is still the second
 /// triangle's opposite vertex; rest angles measured from the rest shape remain meaningful.
-pub type Hinge = [u32; 4];
+pub(crate) type Hinge = [u32; 4];
 
 /// Derived connectivity, built once. Deterministic: same input -> same arrays.
 #[derive(Clone, Debug, Default)]
-pub struct Topology {
+pub(crate) struct Topology {
     /// Unique undirected edges, each stored `(min, max)`, sorted lexicographically.
     pub edges: Vec<[u32; 2]>,
-    /// The one or two triangles of each edge, ascending; the second is [`NO_TRIANGLE`]
-    /// (`u32::MAX`) on a boundary edge.
-    pub edge_triangles: Vec<[u32; 2]>,
     /// One hinge per interior edge, in edge order.
     pub hinges: Vec<Hinge>,
-    /// Vertex -> incident triangles (ascending).
-    pub vertex_triangles: Csr,
-    /// Vertex -> incident edges (edge indices, ascending).
-    pub vertex_edges: Csr,
 }
 
 impl Topology {
     /// Validates `mesh` (see [`TriMesh::validate`]) and derives its connectivity.
-    pub fn build(mesh: &TriMesh) -> Result<Topology, MeshError> {
+    pub(crate) fn build(mesh: &TriMesh) -> Result<Topology, MeshError> {
         let uses = validate_with_edges(mesh)?;
         let mut edges = Vec::with_capacity(uses.len() / 2 + 1);
-        let mut edge_triangles = Vec::with_capacity(uses.len() / 2 + 1);
         let mut hinges = Vec::new();
         let mut i = 0;
         while i < uses.len() {
@@ -48,7 +38,6 @@ impl Topology {
                 .filter(|u| u.0 == a && u.1 == b)
                 .map(|u| u.2);
             edges.push([a, b]);
-            edge_triangles.push([t0, second.unwrap_or(NO_TRIANGLE)]);
             if let Some(t1) = second {
                 hinges.push(hinge(mesh, a, b, t0, t1));
                 i += 2;
@@ -56,38 +45,23 @@ impl Topology {
                 i += 1;
             }
         }
-        let n = mesh.positions.len();
-        let vertex_triangles = Csr::vertex_triangles(n, &mesh.triangles);
-        let vertex_edges = Csr::from_pairs(
-            n,
-            edges
-                .iter()
-                .enumerate()
-                .flat_map(|(e, &[a, b])| [(a, e as u32), (b, e as u32)]),
-        );
-        Ok(Topology {
-            edges,
-            edge_triangles,
-            hinges,
-            vertex_triangles,
-            vertex_edges,
-        })
+        Ok(Topology { edges, hinges })
     }
 
+    /// Number of boundary edges (one triangle each): every other edge has its hinge.
     #[cfg(test)]
-    /// Whether edge `e` lies on the boundary (has only one triangle).
-    #[inline]
-    pub(crate) fn is_boundary_edge(&self, e: usize) -> bool {
-        self.edge_triangles[e][1] == NO_TRIANGLE
-    }
-
-    #[cfg(test)]
-    /// Number of boundary edges.
     pub(crate) fn boundary_edge_count(&self) -> usize {
-        self.edge_triangles
-            .iter()
-            .filter(|et| et[1] == NO_TRIANGLE)
-            .count()
+        self.edges.len() - self.hinges.len()
+    }
+
+    /// Vertex -> incident edges (edge indices, ascending), for `vertices` vertices.
+    #[cfg(test)]
+    pub(crate) fn vertex_edges(&self, vertices: usize) -> Csr {
+        let pairs = self.edges.iter().enumerate();
+        Csr::from_pairs(
+            vertices,
+            pairs.flat_map(|(e, &[a, b])| [(a, e as u32), (b, e as u32)]),
+        )
     }
 }
 
@@ -111,7 +85,7 @@ fn hinge(mesh: &TriMesh, a: u32, b: u32, t0: u32, t1: u32) -> Hinge {
 /// Lumped vertex masses: `density` (g/cm^2) times one third of the area of each incident
 /// triangle. Unused vertices get mass 0. Triangles with out-of-range indices are skipped
 /// (validate the mesh first).
-pub fn lumped_masses(mesh: &TriMesh, density: f64) -> Vec<f64> {
+pub(crate) fn lumped_masses(mesh: &TriMesh, density: f64) -> Vec<f64> {
     let n = mesh.positions.len();
     let mut m = vec![0.0; n];
     for (t, tri) in mesh.triangles.iter().enumerate() {
@@ -138,24 +112,13 @@ mod tests {
     fn square_has_five_edges_and_one_oriented_hinge() {
         let topo = Topology::build(&square()).unwrap();
         assert_eq!(topo.edges, vec![[0, 1], [0, 2], [0, 3], [1, 2], [2, 3]]);
-        assert_eq!(
-            topo.edge_triangles,
-            vec![
-                [0, NO_TRIANGLE],
-                [0, 1],
-                [1, NO_TRIANGLE],
-                [0, NO_TRIANGLE],
-                [1, NO_TRIANGLE]
-            ]
-        );
         assert_eq!(topo.boundary_edge_count(), 4);
-        assert!(!topo.is_boundary_edge(1));
-        // Edge 0-2 runs 2 -> 0 in triangle (0, 1, 2); wing vertices 1 and 3.
+        // Edge 0-2 (edge 1, the only interior one) runs 2 -> 0 in triangle (0, 1, 2); wing
+        // vertices 1 and 3.
         assert_eq!(topo.hinges, vec![[2, 0, 1, 3]]);
-        assert_eq!(topo.vertex_triangles.row(0), &[0, 1]);
-        assert_eq!(topo.vertex_triangles.row(1), &[0]);
-        assert_eq!(topo.vertex_edges.row(0), &[0, 1, 2]);
-        assert_eq!(topo.vertex_edges.row(2), &[1, 3, 4]);
+        let vertex_edges = topo.vertex_edges(4);
+        assert_eq!(vertex_edges.row(0), &[0, 1, 2]);
+        assert_eq!(vertex_edges.row(2), &[1, 3, 4]);
     }
 
     #[test]
@@ -197,14 +160,18 @@ mod tests {
         let m = icosphere(1.0, 2).unwrap();
         let a = Topology::build(&m).unwrap();
         let b = Topology::build(&m).unwrap();
-        assert_eq!(a.vertex_triangles, b.vertex_triangles);
-        assert_eq!(a.vertex_edges, b.vertex_edges);
+        let n = m.positions.len();
+        let vertex_triangles = Csr::vertex_triangles(n, &m.triangles);
+        let vertex_edges = a.vertex_edges(n);
+        assert_eq!(vertex_edges, b.vertex_edges(n));
+        assert_eq!(a.edges, b.edges);
         assert_eq!(a.hinges, b.hinges);
-        for v in 0..m.positions.len() {
-            for csr in [&a.vertex_triangles, &a.vertex_edges] {
+        for v in 0..n {
+            for csr in [&vertex_triangles, &vertex_edges] {
                 assert!(csr.row(v).windows(2).all(|w| w[0] < w[1]));
             }
-            assert_eq!(a.vertex_triangles.row(v).len(), a.vertex_edges.row(v).len());
+            // A closed surface: as many triangles as edges around each vertex.
+            assert_eq!(vertex_triangles.row(v).len(), vertex_edges.row(v).len());
         }
         assert!(a.edges.windows(2).all(|w| w[0] < w[1]));
         assert!(a.edges.iter().all(|e| e[0] < e[1]));

@@ -7,7 +7,7 @@ use glam::{DQuat, DVec3};
 
 /// A raw triangle mesh: positions + triangles (counter-clockwise = outward/up normal).
 ///
-/// A `TriMesh` is just data; call [`TriMesh::validate`] (or [`Topology::build`](super::Topology::build), which
+/// A `TriMesh` is just data; call [`TriMesh::validate`] (or `Topology::build`, which
 /// validates first) before trusting it. Vertices that no triangle uses are allowed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TriMesh {

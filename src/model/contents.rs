@@ -8,7 +8,7 @@ use crate::mesh::TriangleList;
 use crate::state::VertexState;
 
 use super::forces::Force;
-use super::objects::{describe_vertices, ObjectRange};
+use super::objects::ObjectRange;
 use super::size::{Clocks, ModelSize};
 
 /// What is simulated (see the module docs).
@@ -79,13 +79,8 @@ impl Model {
     }
 
     /// Gravitational acceleration (cm/s^2).
-    pub fn gravity(&self) -> DVec3 {
+    pub(crate) fn gravity(&self) -> DVec3 {
         self.gravity
-    }
-
-    /// Every force and its clock.
-    pub fn forces(&self) -> &[Force] {
-        &self.forces
     }
 
     /// Time between frames (s).
@@ -93,23 +88,8 @@ impl Model {
         self.frame_interval
     }
 
-    /// The force clocks.
-    pub fn clocks(&self) -> &Clocks {
-        &self.clocks
-    }
-
-    /// The model's size.
-    pub fn size(&self) -> &ModelSize {
-        &self.size
-    }
-
     /// Writes every vertex's position at time `s` into `out`.
     pub fn positions_at(&self, s: f64, out: &mut Vec<DVec3>) {
         self.state.positions_at(s, out);
-    }
-
-    /// Global vertices in a user's terms (`vertex 3 of "sheet"`, see [`ObjectRange`]).
-    pub fn describe(&self, vertices: &[u32]) -> String {
-        describe_vertices(&self.objects, vertices)
     }
 }

@@ -11,7 +11,7 @@ use crate::forces::external::{gravity_tick, vertex_gravity_tick};
 
 /// What a force acts through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ForceTarget {
+pub(crate) enum ForceTarget {
     /// The springs of one clock bin (a super-element).
     Springs(u8),
     /// One spring.
@@ -33,7 +33,7 @@ pub enum ForceTarget {
 impl ForceTarget {
     /// The force in a user's terms: `stretching`, `bending`, `gravity`, `a prescribed force` or
     /// `drag`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Springs(_) | Self::Spring(_) => "stretching",
             Self::Hinges(_) | Self::Hinge(_) => "bending",
@@ -46,7 +46,7 @@ impl ForceTarget {
 
 /// A force of the model and its clock: it ticks at `n * clock`, `n = 0, 1, 2, ...`.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Force {
+pub(crate) struct Force {
     /// What it acts through.
     pub target: ForceTarget,
     /// Its clock (s).

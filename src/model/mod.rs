@@ -2,7 +2,7 @@
 //!
 //! A [`Model`] holds the objects and their triangles, the vertex state, the elastic element
 //! families, gravity, drag, the prescribed forces and the scripted motions, and each force's
-//! clock ([`Force`]). It is built from a [`Scene`](crate::Scene) once (`Model::build`) and
+//! clock (`Force`). It is built from a [`Scene`](crate::Scene) once (`Model::build`) and
 //! owned by whichever method runs it: ACM's event loop ([`crate::Simulation`]), the
 //! synchronous velocity filter ([`crate::sync`]) or implicit contact ([`crate::implicit`]).
 //! Every method reads and writes the same vertex state through the same kernels, so their
@@ -16,7 +16,7 @@ mod size;
 
 pub(crate) use build::finest_clock_allowed;
 pub use contents::Model;
-pub use forces::{Force, ForceTarget};
-pub use objects::ObjectRange;
+pub(crate) use forces::{Force, ForceTarget};
+pub(crate) use objects::ObjectRange;
 pub(crate) use objects::{describe_vertices, owner};
 pub use size::{ClockRange, Clocks, ModelSize};

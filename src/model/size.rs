@@ -14,7 +14,7 @@ pub struct ClockRange {
 
 impl ClockRange {
     /// The range of `clocks`, or `None` when empty.
-    pub fn of(clocks: &[f64]) -> Option<Self> {
+    pub(crate) fn of(clocks: &[f64]) -> Option<Self> {
         let min = clocks.iter().copied().reduce(f64::min)?;
         let max = clocks.iter().copied().reduce(f64::max)?;
         Some(Self { min, max })

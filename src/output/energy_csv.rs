@@ -16,7 +16,8 @@ pub struct EnergyCsv {
 
 impl EnergyCsv {
     /// The CSV header.
-    pub const HEADER: &'static str = "time,kinetic,elastic,gravity,penalty,total,px,py,pz,lx,ly,lz";
+    pub(crate) const HEADER: &'static str =
+        "time,kinetic,elastic,gravity,penalty,total,px,py,pz,lx,ly,lz";
 
     /// Creates (truncates) the file and writes the header.
     pub fn create(path: &Path) -> std::io::Result<Self> {

@@ -27,12 +27,12 @@ pub enum FrameFormat {
     #[default]
     Obj,
     /// Binary little-endian PLY: float positions and velocities, and the triangles as a
-    /// standard `face` list ([`PlyFrames`], [`PlyTopology::Faces`]) that every PLY reader reads.
+    /// standard `face` list (`PlyFrames`, `PlyTopology::Faces`) that every PLY reader reads.
     Ply,
-    /// The same PLY with the triangles as strips ([`PlyTopology::Strips`]): half the size of
+    /// The same PLY with the triangles as strips (`PlyTopology::Strips`): half the size of
     /// the faces on a sheet, for readers that decode `tristrips` (Blender's).
     PlyStrips,
-    /// One USD stage for the whole run, `frames.usda` ([`UsdStage`]).
+    /// One USD stage for the whole run, `frames.usda` (`UsdStage`).
     Usd,
 }
 
@@ -98,7 +98,7 @@ impl FromStr for FrameFormat {
 }
 
 /// Whether `name` is a frame file of any format (`frame_00003.obj`, `frames.usda`).
-pub fn is_frame_file(name: &str) -> bool {
+pub(crate) fn is_frame_file(name: &str) -> bool {
     name == USD_FILE
         || FrameFormat::ALL
             .iter()

@@ -14,11 +14,10 @@ mod usd_stage;
 pub use contact_csv::ContactCsv;
 pub use energy_csv::EnergyCsv;
 pub use files::{named, write_whole, CsvFile};
-pub use frame_format::{is_frame_file, FrameFormat, FrameWriter};
+pub use frame_format::{FrameFormat, FrameWriter};
 pub use obj_frames::{frame_path, ObjFrames};
-pub use ply_frames::{PlyFrames, PlyTopology};
 pub use steps_csv::StepsCsv;
-pub use usd_stage::{UsdStage, USD_FILE};
+pub use usd_stage::USD_FILE;
 
 use std::io::Write as _;
 use std::path::Path;

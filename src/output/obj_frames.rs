@@ -16,7 +16,7 @@ pub fn frame_path(dir: &Path, index: u64) -> PathBuf {
 
 /// Writes each frame as an OBJ holding every object (`o name` groups, global 1-based indices),
 /// with the objects' texture coordinates when every object has them (see
-/// [`write_obj_positions`]).
+/// `write_obj_positions`).
 #[derive(Debug)]
 pub struct ObjFrames {
     dir: PathBuf,

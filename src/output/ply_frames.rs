@@ -12,7 +12,7 @@ use super::frame_format::{clear_frames, FrameFormat, FrameWriter};
 
 /// How PLY frames store the triangles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PlyTopology {
+pub(crate) enum PlyTopology {
     /// `element tristrips 1` with `property list uint int vertex_indices`: triangle strips
     /// separated by `-1` ([`triangle_strips`]), about 6.6 bytes a triangle on a sheet. Blender's
     /// PLY importer reads it.
@@ -27,7 +27,7 @@ pub enum PlyTopology {
 /// frame) as a [`PlyTopology`]. A `comment object NAME FIRST COUNT` line per object gives its
 /// vertex range.
 #[derive(Debug)]
-pub struct PlyFrames {
+pub(crate) struct PlyFrames {
     dir: PathBuf,
     topology: PlyTopology,
     /// The encoded vertex element of the frame being written.

@@ -39,7 +39,7 @@ struct Prim {
 /// samples of `points` (cm) and `velocities` (cm/s) as floats; a fixed object has its points
 /// once and no samples.
 #[derive(Debug)]
-pub struct UsdStage {
+pub(crate) struct UsdStage {
     path: PathBuf,
     spool_path: PathBuf,
     /// Per frame, every vertex's position then velocity as six little-endian `f32`.

@@ -23,7 +23,7 @@ const SIN2_WELL_CONDITIONED: f64 = 1e-6;
 /// (`w` sum to 1, each `>= 0`) of the closest point `q = w0 a + w1 b + w2 c`, and the distance
 /// `|p - q|`.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct VtClosest {
+pub(crate) struct VtClosest {
     /// Barycentric weights `[w0, w1, w2]` of the closest point on the triangle.
     pub weights: [f64; 3],
     /// Distance `|p - q|` from the point to its closest point on the triangle.
@@ -33,7 +33,7 @@ pub struct VtClosest {
 /// Closest points between segments `(p0, p1)` and `(q0, q1)`: parameters `s, t` in `[0, 1]` of
 /// the points `p0 + s (p1 - p0)` and `q0 + t (q1 - q0)`, and their distance.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct EeClosest {
+pub(crate) struct EeClosest {
     /// Parameter of the closest point on the first segment, in `[0, 1]`.
     pub s: f64,
     /// Parameter of the closest point on the second segment, in `[0, 1]`.
@@ -73,7 +73,7 @@ pub(crate) fn point_segment(p: DVec3, a: DVec3, b: DVec3) -> (f64, f64) {
 /// closest point lies on the boundary: the nearest of the closest points on edges `ab`, `bc`,
 /// `ca` (in that order; the first wins ties).
 #[inline]
-pub fn vertex_triangle(p: DVec3, a: DVec3, b: DVec3, c: DVec3) -> VtClosest {
+pub(crate) fn vertex_triangle(p: DVec3, a: DVec3, b: DVec3, c: DVec3) -> VtClosest {
     let ab = b - a;
     let ac = c - a;
     let ap = p - a;
@@ -129,7 +129,7 @@ pub fn vertex_triangle(p: DVec3, a: DVec3, b: DVec3, c: DVec3) -> VtClosest {
 /// keeps it within `eps^2 |r|^2 / sin^2` of it in squared distance where the minimiser is
 /// interior. Zero-length segments fall out of the same code (their parameter is 0).
 #[inline]
-pub fn edge_edge(p0: DVec3, p1: DVec3, q0: DVec3, q1: DVec3) -> EeClosest {
+pub(crate) fn edge_edge(p0: DVec3, p1: DVec3, q0: DVec3, q1: DVec3) -> EeClosest {
     let d1 = p1 - p0;
     let d2 = q1 - q0;
     let r = p0 - q0;

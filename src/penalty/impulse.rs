@@ -68,7 +68,7 @@ const NORMAL_FALLBACK_REL: f64 = 1e-12;
 /// Impulses of one penalty-layer tick on the `N` vertices of a pair (in the order they were
 /// given), with the geometry they were computed from.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PairImpulse<const N: usize> {
+pub(crate) struct PairImpulse<const N: usize> {
     /// Impulse (momentum change, g cm/s) for each vertex; `v_i += inv_mass_i * impulses[i]`.
     pub impulses: [DVec3; N],
     /// Closest-point distance `d` of the pair at the tick.
@@ -83,7 +83,7 @@ pub struct PairImpulse<const N: usize> {
 
 /// What a pair's earlier ticks left for its next one (one contact episode; empty at its start).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct PairHistory {
+pub(crate) struct PairHistory {
     /// Where the pair sticks: the closest-point coefficients `c_i` at the tick the contact was
     /// loaded without sliding, so that `sum_i c_i x_i` is the material offset it holds at zero
     /// tangential displacement; `None` until then and after a slip resets it.
@@ -96,7 +96,7 @@ pub struct PairHistory {
 /// Parameters of one layer tick: `eta = eta(l)`, `r = r(l)`, `h = h(l)`, restitution and
 /// friction coefficients.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PenaltyParams {
+pub(crate) struct PenaltyParams {
     /// Layer thickness `eta(l)`.
     pub eta: f64,
     /// Layer stiffness `r(l)`.
@@ -138,7 +138,7 @@ impl PenaltyParams {
 /// docs for `r_eff`, the fallback normal and friction) the impulses are `p: +I n`,
 /// `a, b, c: -w_i I n`, plus friction with the same weights.
 #[inline]
-pub fn vertex_triangle_impulse(
+pub(crate) fn vertex_triangle_impulse(
     x: [DVec3; 4],
     v: [DVec3; 4],
     inv_mass: [f64; 4],

@@ -6,7 +6,7 @@
 
 /// A candidate primitive pair, in global indices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum PairKey {
+pub(crate) enum PairKey {
     /// Vertex `0` against triangle `1`.
     VertexTriangle(u32, u32),
     /// Edge `0` against edge `1`, with `0 < 1`.
@@ -16,7 +16,7 @@ pub enum PairKey {
 /// A contact pair: a VT or EE feature pair, or a pair of vertex-disjoint triangles (`s < t`,
 /// side A is `s`). Feature pairs order before triangle pairs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ContactKey {
+pub(crate) enum ContactKey {
     /// A vertex-triangle or edge-edge pair.
     Feature(PairKey),
     /// Two vertex-disjoint triangles, in ascending order.

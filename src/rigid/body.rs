@@ -23,7 +23,7 @@ pub struct Pose {
 
 impl Pose {
     /// The pose at `position` with `orientation` (normalized).
-    pub fn new(position: DVec3, orientation: DQuat) -> Self {
+    pub(crate) fn new(position: DVec3, orientation: DQuat) -> Self {
         let orientation = orientation.normalize();
         Self {
             position,
@@ -94,7 +94,7 @@ pub struct Body {
 
 impl Body {
     /// Builds the body of `spec`.
-    pub fn new(spec: &BodySpec) -> Self {
+    pub(crate) fn new(spec: &BodySpec) -> Self {
         let (parts, surface, props) = build_shape(&spec.shape, spec.density);
         let center = props.center;
         let parts: Vec<Shape> = parts.iter().map(|p| p.shifted(-center)).collect();
@@ -131,7 +131,7 @@ impl Body {
     }
 
     /// The inertia tensor in the world frame, `R I R^T`.
-    pub fn world_inertia(&self) -> DMat3 {
+    pub(crate) fn world_inertia(&self) -> DMat3 {
         let r = self.pose.rotation;
         r * self.inertia * r.transpose()
     }

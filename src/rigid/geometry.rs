@@ -20,7 +20,7 @@ use glam::DVec3;
 /// A convex part posed in the world: a polytope's world vertices, face normals and edge
 /// directions, or a sphere's centre (a single "vertex") with its radius.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct WorldPart {
+pub(crate) struct WorldPart {
     /// World vertices (a sphere: its centre).
     pub vertices: Vec<DVec3>,
     /// Outward unit face normals (empty for a sphere).
@@ -420,7 +420,7 @@ fn segment_pair_contacts(a: &[[f64; 2]], b: &[[f64; 2]], tol: f64) -> Vec<[f64; 
 mod tests {
     use super::*;
     use crate::check::distance::point_triangle_distance;
-    use crate::check::triangle_distance;
+    use crate::check::distance::triangle_distance;
     use crate::mesh::hull::convex_hull;
     use crate::rigid::shape::Polytope;
     use crate::test_rng::Rng;

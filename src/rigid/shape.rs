@@ -20,7 +20,7 @@ pub struct Polytope {
 
 impl Polytope {
     /// A box of full side lengths `size` centred at `center`, axis-aligned.
-    pub fn cuboid(size: DVec3, center: DVec3) -> Self {
+    pub(crate) fn cuboid(size: DVec3, center: DVec3) -> Self {
         let h = 0.5 * size;
         let vertices = (0..8)
             .map(|i| {
@@ -62,7 +62,7 @@ impl Polytope {
 
     /// A polytope from a closed convex triangulated surface: face normals and edge directions
     /// are merged where coplanar or parallel within `1e-9`.
-    pub fn from_surface(vertices: Vec<DVec3>, triangles: Vec<[u32; 3]>) -> Self {
+    pub(crate) fn from_surface(vertices: Vec<DVec3>, triangles: Vec<[u32; 3]>) -> Self {
         let mut normals: Vec<DVec3> = Vec::new();
         for t in &triangles {
             let [a, b, c] = t.map(|i| vertices[i as usize]);

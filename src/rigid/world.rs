@@ -10,7 +10,7 @@ use super::ObaSettings;
 
 /// A joint with its anchor in each body's frame.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Joint {
+pub(crate) struct Joint {
     /// The two bodies.
     pub bodies: [usize; 2],
     /// The joint point in each body's frame.
@@ -19,7 +19,7 @@ pub struct Joint {
 
 /// What the stages of a step share (see the module docs).
 #[derive(Clone, Debug)]
-pub struct World {
+pub(crate) struct World {
     /// `(body, part)` of each part, in body order.
     pub parts: Vec<(usize, usize)>,
     /// Joints.
@@ -30,7 +30,7 @@ pub struct World {
 
 impl World {
     /// Every part posed at `poses`.
-    pub fn pose_parts(&self, bodies: &[Body], poses: &[Pose]) -> Vec<WorldPart> {
+    pub(crate) fn pose_parts(&self, bodies: &[Body], poses: &[Pose]) -> Vec<WorldPart> {
         self.parts
             .iter()
             .map(|&(b, k)| bodies[b].world_part(k, &poses[b]))

@@ -88,7 +88,7 @@ impl SceneBuilder {
     /// The scene, once every value is in range and no two triangles intersect at the start.
     ///
     /// # Errors
-    /// [`SceneError`] naming the field or element at fault ([`Scene::validate`]).
+    /// [`SceneError`] naming the field or element at fault (`Scene::validate`).
     pub fn build(self) -> Result<Scene, SceneError> {
         self.scene.validate()?;
         Ok(self.scene)

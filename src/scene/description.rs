@@ -72,7 +72,7 @@ impl Scene {
     /// vertex intersect at the start (the exact test of `acm check`, the guarantee's
     /// precondition); the error names the field (see [`SceneError`]). Every integrator's
     /// constructor calls it.
-    pub fn validate(&self) -> Result<(), SceneError> {
+    pub(crate) fn validate(&self) -> Result<(), SceneError> {
         self.validate_fields()?;
         validate::intersection_free(self)
     }

@@ -17,7 +17,7 @@ pub struct SceneError {
 
 impl SceneError {
     /// A new error at `path`.
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             path: path.into(),
             message: message.into(),
@@ -25,7 +25,7 @@ impl SceneError {
     }
 
     /// An invalid mesh of object `object`.
-    pub fn mesh(object: usize, err: &MeshError) -> Self {
+    pub(crate) fn mesh(object: usize, err: &MeshError) -> Self {
         Self::new(format!("object[{object}].mesh"), err.to_string())
     }
 }

@@ -16,7 +16,7 @@ pub enum Method {
 
 impl Method {
     /// Every method, in the order `acm compare` runs them.
-    pub const ALL: [Self; 3] = [Self::Acm, Self::Sync, Self::Implicit];
+    pub(crate) const ALL: [Self; 3] = [Self::Acm, Self::Sync, Self::Implicit];
 
     /// The name profiles use (`integrator.method`).
     pub fn name(self) -> &'static str {

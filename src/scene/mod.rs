@@ -1,7 +1,7 @@
 //! Scene descriptions: what to simulate, validated before anything runs.
 //!
 //! A [`Scene`] is plain data that can be built in code (see `examples/embed.rs`) or loaded from a
-//! profile file ([`profile`]). [`Scene::validate`] checks every value and names the offending
+//! profile file ([`profile`]). `Scene::validate` checks every value and names the offending
 //! field with a path in profile terms (`object[1].material.density`), so the profile loader can
 //! point at the file and line.
 
@@ -23,10 +23,10 @@ mod validate;
 pub use builder::SceneBuilder;
 pub use description::Scene;
 pub use error::SceneError;
-pub use implicit_settings::ImplicitSettings;
+pub(crate) use implicit_settings::ImplicitSettings;
 pub use method::Method;
 pub use objects::{ForceSpec, Material, SceneObject, ScriptSpec, VertexSet};
 pub use settings::{ContactScheduler, ContactSettings, IntegratorSettings};
 pub use speed::SpeedSettings;
-pub use speed_limit::SpeedLimit;
+pub(crate) use speed_limit::SpeedLimit;
 pub use sync_settings::{FailSafe, OnUnresolved, SyncSettings};

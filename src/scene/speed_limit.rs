@@ -17,7 +17,7 @@ pub(super) const INSTANTS_PER_LAYER: f64 = 10.0;
 
 /// The fastest speed contact can resolve in a scene (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SpeedLimit {
+pub(crate) struct SpeedLimit {
     /// `eta1 / (INSTANTS_PER_LAYER * INSTANT)`: the limit times `1 + t` (cm).
     reach: f64,
     /// The scene's end (s).
@@ -26,7 +26,7 @@ pub struct SpeedLimit {
 
 impl SpeedLimit {
     /// The limit of scene `s`.
-    pub fn of(s: &Scene) -> Self {
+    pub(crate) fn of(s: &Scene) -> Self {
         let end = s
             .scripts
             .iter()
@@ -39,7 +39,7 @@ impl SpeedLimit {
     }
 
     /// No limit (a scene without contact).
-    pub fn none() -> Self {
+    pub(crate) fn none() -> Self {
         Self {
             reach: f64::INFINITY,
             end: 0.0,
@@ -48,7 +48,7 @@ impl SpeedLimit {
 
     /// The fastest speed (cm/s) contact can resolve at time `t`: the same up to the scene's
     /// end, lower after it.
-    pub fn at(&self, t: f64) -> f64 {
+    pub(crate) fn at(&self, t: f64) -> f64 {
         self.reach / (1.0 + t.max(self.end))
     }
 }

@@ -13,7 +13,7 @@
 //!    and on each piece the ends of `Z` are bracketed by bisection (no root is lost to a double
 //!    root, a flat cubic or a cancelled leading coefficient: those pieces simply lie in `Z`).
 //! 2. Inside `Z` the true primitive distance `d(s)` (the robust closest points of
-//!    [`crate::penalty::closest`]) is searched by *conservative advancement*: `d` changes no
+//!    `crate::penalty::closest`) is searched by *conservative advancement*: `d` changes no
 //!    faster than the largest relative displacement `L` of a point of one primitive against a
 //!    point of the other, so from `s` no touch can happen before `s + (d(s) - gap/2) / L`.
 //!    The first `s` with `d(s) <= gap` is the collision.
@@ -39,7 +39,7 @@ const TOL_FACTOR: f64 = 256.0 * f64::EPSILON;
 
 /// Which two primitives the four points form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// `[p, a, b, c]`: vertex `p` against triangle `(a, b, c)`.
     VertexTriangle,
     /// `[p0, p1, q0, q1]`: edge `(p0, p1)` against edge `(q0, q1)`.
@@ -72,7 +72,7 @@ impl Kind {
 /// A pair that starts closer than `gap` is held to half its starting distance instead (it
 /// collides only if it approaches that far), so a response that stops or separates it
 /// resolves it; a pair that starts touching (distance 0) always collides.
-pub fn first_contact(kind: Kind, x: [DVec3; 4], dx: [DVec3; 4], gap: f64) -> Option<f64> {
+pub(crate) fn first_contact(kind: Kind, x: [DVec3; 4], dx: [DVec3; 4], gap: f64) -> Option<f64> {
     let at = |s: f64| -> [DVec3; 4] { std::array::from_fn(|i| x[i] + s * dx[i]) };
     let split = kind.first_len();
     let mut speed = 0.0f64;

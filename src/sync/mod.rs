@@ -16,7 +16,9 @@
 //! either stops the run before it is taken or is taken and counted (`sync.on_unresolved`).
 
 pub(crate) mod broad;
-pub mod ccd;
+pub(crate) mod ccd;
+#[cfg(test)]
+mod ccd_against_substeps;
 pub(crate) mod constraint;
 pub(crate) mod filter;
 pub(crate) mod primitives;

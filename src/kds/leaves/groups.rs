@@ -37,7 +37,7 @@ impl Leaves {
     /// leaves `a` and one of the leaves `b`, or, for `b = None`, between two primitives of the
     /// leaves `a`: the union of `features` over those leaf pairs, with the
     /// repeats of shared vertices and edges left out. At most `MAX_GROUP` leaves a side.
-    pub fn group_features(
+    pub(crate) fn group_features(
         &self,
         a: &[LeafId],
         b: Option<&[LeafId]>,
@@ -103,7 +103,7 @@ impl References {
     /// and most of their feature pairs are apart on the first axis tried (89% on the crushed
     /// compactor).
     #[allow(clippy::too_many_arguments)]
-    pub fn near_group_features<V: Volume>(
+    pub(crate) fn near_group_features<V: Volume>(
         &self,
         leaves: &Leaves,
         (a, b): (&[LeafId], Option<&[LeafId]>),

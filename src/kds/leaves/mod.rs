@@ -18,6 +18,6 @@ mod references;
 mod table;
 
 pub(crate) use groups::MAX_GROUP;
-pub use references::References;
+pub(crate) use references::References;
 pub(crate) use table::Feature;
-pub use table::{LeafId, Leaves};
+pub(crate) use table::{LeafId, Leaves};

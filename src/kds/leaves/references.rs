@@ -14,13 +14,13 @@ use crate::state::{VertexId, VertexState};
 /// Reference trajectories of the vertices over the horizon: one [`Path`] a vertex, position
 /// and velocity side by side, since every use reads both.
 #[derive(Debug, Default)]
-pub struct References {
+pub(crate) struct References {
     paths: Vec<Path>,
 }
 
 impl References {
     /// References for `n` vertices (all at the origin until [`reset_all`](Self::reset_all)).
-    pub fn new(n: usize) -> Self {
+    pub(crate) fn new(n: usize) -> Self {
         let still = Path::new(DVec3::ZERO, DVec3::ZERO);
         Self {
             paths: vec![still; n],
@@ -46,7 +46,7 @@ impl References {
     }
 
     /// Makes every vertex's current trajectory its reference.
-    pub fn reset_all(&mut self, state: &VertexState, t_end: f64) {
+    pub(crate) fn reset_all(&mut self, state: &VertexState, t_end: f64) {
         (self.paths.par_iter_mut().enumerate())
             .with_min_len(PAR_MIN_LEN)
             .for_each_init(
@@ -70,7 +70,7 @@ impl References {
     /// its leaves and looks again). `hints` order the axes of the VT and EE tests (see
     /// [`AxisHint`]).
     #[inline]
-    pub fn near<V: Volume>(
+    pub(crate) fn near<V: Volume>(
         &self,
         leaves: &Leaves,
         key: PairKey,

@@ -11,7 +11,7 @@ use crate::typed_index::typed_index;
 typed_index! {
     /// A leaf: the triangles first, in triangle order (a triangle's leaf has the triangle's
     /// index), then the loose edges, then the loose vertices.
-    pub struct LeafId;
+    pub(crate) struct LeafId;
 }
 
 /// Pads the vertex slots of a leaf with fewer than three vertices.
@@ -22,7 +22,7 @@ pub(super) const NO_EDGE: EdgeId = EdgeId::new(u32::MAX);
 
 /// The leaf primitives and their topology (structure of arrays, indexed by [`LeafId`]).
 #[derive(Debug)]
-pub struct Leaves {
+pub(crate) struct Leaves {
     /// Global edge list (vertex pairs), as the engine numbers edges.
     edges: Vec<[u32; 2]>,
     /// Global triangle list, as the engine numbers triangles.
@@ -85,7 +85,7 @@ impl Feature {
 impl Leaves {
     /// Leaves over these primitives of `vertex_count` vertices (the engine's edge and triangle
     /// lists: vertex pairs and triples).
-    pub fn new(
+    pub(crate) fn new(
         edges: Vec<[u32; 2]>,
         triangles: impl Into<TriangleList>,
         vertex_count: usize,
@@ -180,12 +180,12 @@ impl Leaves {
     }
 
     /// Number of leaves.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.triangles.len() + self.loose.len()
     }
 
     /// Whether there is no leaf.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 

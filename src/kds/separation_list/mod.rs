@@ -48,5 +48,5 @@ mod node_pairs;
 mod strays;
 mod walk;
 
-pub use list::ListStats;
+pub(crate) use list::ListStats;
 pub(crate) use list::SeparationList;

@@ -8,7 +8,7 @@ use plotters::prelude::*;
 use plotters::style::register_font;
 
 /// Width and height of every chart (pixels).
-pub const SIZE: (u32, u32) = (1200, 900);
+pub(crate) const SIZE: (u32, u32) = (1200, 900);
 
 /// A drawing failure, as text (plotters' error types are generic over the backend).
 pub(super) type Drawn = Result<(), String>;

@@ -35,7 +35,7 @@ fn base64(bytes: &[u8]) -> String {
 
 /// Writes the page of the frames `set` (every frame, in order) to `out`; an error names the
 /// frame file that cannot be read or that changes the topology.
-pub fn write_page(set: &FrameSet, out: &mut impl Write) -> Result<(), String> {
+pub(crate) fn write_page(set: &FrameSet, out: &mut impl Write) -> Result<(), String> {
     let (first, spans) = set.read(0)?;
     let spans = spans_or_whole(spans, first.positions.len());
     let mut positions: Vec<u8> = Vec::new();

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 /// Why a directory could not be plotted; every variant names the file.
 #[derive(Debug, thiserror::Error)]
-pub enum PlotError {
+pub(crate) enum PlotError {
     /// A file or the directory could not be read.
     #[error("{}: {source}", path.display())]
     Read {

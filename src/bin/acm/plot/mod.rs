@@ -13,8 +13,7 @@ mod charts;
 mod error;
 mod table;
 
-pub use charts::SIZE;
-pub use error::PlotError;
+pub(crate) use error::PlotError;
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +22,7 @@ use table::Table;
 
 /// What [`plot_dir`] did.
 #[derive(Debug, Default)]
-pub struct Plotted {
+pub(crate) struct Plotted {
     /// The PNG files written.
     pub written: Vec<PathBuf>,
     /// Charts not drawn, and why.
@@ -31,7 +30,7 @@ pub struct Plotted {
 }
 
 /// Reads the run output in `dir` and writes its charts there (see the module docs).
-pub fn plot_dir(dir: &Path) -> Result<Plotted, PlotError> {
+pub(crate) fn plot_dir(dir: &Path) -> Result<Plotted, PlotError> {
     if !dir.is_dir() {
         return Err(PlotError::Read {
             path: dir.to_path_buf(),

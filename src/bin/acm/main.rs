@@ -2,6 +2,9 @@
 //!
 //! Exit codes: 0 success, 1 internal error, 2 bad input.
 
+mod plot;
+mod view;
+
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,11 +17,11 @@ use acm::profiling::{is_task, TraceTotals};
 use acm::scene::profile::{self, ProfileError};
 use acm::scene::{Method, SceneError};
 use acm::sync::SyncSimulation;
-use acm::view::FrameSet;
 use acm::{Frame, FrameSink, FrameSource, RunError, Scene, Simulation, Stepper, WaitPolicy};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::Write as _;
+use view::FrameSet;
 
 #[derive(Parser)]
 #[command(
@@ -752,7 +755,7 @@ fn info(mut args: InfoArgs) -> Result<(), Failure> {
 }
 
 fn plot(dir: &Path) -> Result<(), Failure> {
-    let plotted = acm::plot::plot_dir(dir).map_err(|e| Failure::BadInput(e.to_string()))?;
+    let plotted = plot::plot_dir(dir).map_err(|e| Failure::BadInput(e.to_string()))?;
     for path in &plotted.written {
         println!("wrote {}", path.display());
     }
@@ -807,7 +810,7 @@ fn view(args: ViewArgs) -> Result<(), Failure> {
     let set = FrameSet::list(&args.dir).map_err(Failure::BadInput)?;
     let out = args.out.unwrap_or_else(|| args.dir.join("view.html"));
     let mut page = Vec::new();
-    acm::view::page::write_page(&set, &mut page).map_err(Failure::BadInput)?;
+    view::page::write_page(&set, &mut page).map_err(Failure::BadInput)?;
     acm::output::write_whole(&out, |w| w.write_all(&page))
         .map_err(|e| Failure::BadInput(format!("could not write {e}")))?;
     println!(
@@ -845,8 +848,8 @@ fn render(args: RenderArgs) -> Result<(), Failure> {
         }
     };
     let (mesh, spans) = set.read(index).map_err(Failure::BadInput)?;
-    let spans = acm::view::frames::spans_or_whole(spans, mesh.positions.len());
-    let picture = acm::view::raster::render(&mesh, &spans, size.0, size.1);
+    let spans = view::frames::spans_or_whole(spans, mesh.positions.len());
+    let picture = view::raster::render(&mesh, &spans, size.0, size.1);
     let out = args
         .out
         .unwrap_or_else(|| args.dir.join(format!("frame_{index:05}.png")));

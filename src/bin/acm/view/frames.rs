@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::mesh::{parse_obj, parse_ply, TriMesh};
+use acm::mesh::{parse_obj, parse_ply, TriMesh};
 
 /// One object's vertices in a frame: `first .. first + count`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ObjectSpan {
+pub(crate) struct ObjectSpan {
     /// The object's name.
     pub name: String,
     /// Its first vertex.
@@ -18,7 +18,7 @@ pub struct ObjectSpan {
 
 /// The frame files of one run, in order.
 #[derive(Clone, Debug)]
-pub struct FrameSet {
+pub(crate) struct FrameSet {
     /// The directory.
     pub dir: PathBuf,
     /// Its frame files, sorted by index.
@@ -28,7 +28,7 @@ pub struct FrameSet {
 impl FrameSet {
     /// The `frame_*.obj` or `frame_*.ply` files of `dir`; an error (naming `dir`) when there are
     /// none, or both kinds.
-    pub fn list(dir: &Path) -> Result<Self, String> {
+    pub(crate) fn list(dir: &Path) -> Result<Self, String> {
         let at = |m: String| format!("{}: {m}", dir.display());
         let listing: Vec<PathBuf> = std::fs::read_dir(dir)
             .map_err(|e| at(e.to_string()))?
@@ -51,11 +51,11 @@ impl FrameSet {
         let paths = match (obj.is_empty(), ply.is_empty()) {
             (false, true) => obj,
             (true, false) => ply,
-            (true, true) if dir.join(crate::output::USD_FILE).exists() => {
+            (true, true) if dir.join(acm::output::USD_FILE).exists() => {
                 return Err(at(format!(
                     "holds a USD stage ({}), not frame files: open it in usdview, Blender or \
                      Houdini, or run with --format obj or ply",
-                    crate::output::USD_FILE
+                    acm::output::USD_FILE
                 )))
             }
             (true, true) => {
@@ -78,7 +78,7 @@ impl FrameSet {
     }
 
     /// Frame `index`'s mesh and its objects' vertex ranges; errors name the file.
-    pub fn read(&self, index: usize) -> Result<(TriMesh, Vec<ObjectSpan>), String> {
+    pub(crate) fn read(&self, index: usize) -> Result<(TriMesh, Vec<ObjectSpan>), String> {
         let path = &self.paths[index];
         let name = path.display().to_string();
         let bytes = std::fs::read(path).map_err(|e| format!("{name}: {e}"))?;
@@ -138,7 +138,7 @@ impl FrameSet {
 }
 
 /// The objects of a frame, or one object holding every vertex when the file names none.
-pub fn spans_or_whole(spans: Vec<ObjectSpan>, vertices: usize) -> Vec<ObjectSpan> {
+pub(crate) fn spans_or_whole(spans: Vec<ObjectSpan>, vertices: usize) -> Vec<ObjectSpan> {
     if spans.is_empty() {
         vec![ObjectSpan {
             name: "mesh".into(),

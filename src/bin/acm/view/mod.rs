@@ -3,10 +3,9 @@
 //! ([`raster`]). Both read the OBJ or PLY frames of an output directory ([`frames`]).
 
 pub(crate) mod camera;
-pub mod frames;
-pub mod page;
+pub(crate) mod frames;
+pub(crate) mod page;
 mod palette;
-pub mod raster;
+pub(crate) mod raster;
 
-pub use frames::{FrameSet, ObjectSpan};
-pub use palette::object_colour;
+pub(crate) use frames::FrameSet;

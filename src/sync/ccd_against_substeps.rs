@@ -6,8 +6,8 @@
 //! plane), and
 //! small-integer coordinates (exactly coplanar and collinear configurations, double roots).
 
-use acm::check::triangles_intersect;
-use acm::sync::ccd::{first_contact, Kind};
+use super::ccd::{first_contact, Kind};
+use crate::check::intersection::triangles_intersect;
 use glam::DVec3;
 use proptest::prelude::*;
 

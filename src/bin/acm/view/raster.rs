@@ -9,11 +9,11 @@ use glam::DVec3;
 use super::camera::Camera;
 use super::frames::ObjectSpan;
 use super::palette::object_colour;
-use crate::mesh::TriMesh;
+use acm::mesh::TriMesh;
 
 /// An 8-bit RGB picture, rows from the top.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Picture {
+pub(crate) struct Picture {
     /// Width in pixels.
     pub width: usize,
     /// Height in pixels.
@@ -49,7 +49,7 @@ fn background(y: usize, height: usize) -> [f32; 3] {
 
 /// Draws `mesh` (objects `spans`, coloured in order) in a `width x height` picture from the
 /// default view of its bounding box.
-pub fn render(mesh: &TriMesh, spans: &[ObjectSpan], width: usize, height: usize) -> Picture {
+pub(crate) fn render(mesh: &TriMesh, spans: &[ObjectSpan], width: usize, height: usize) -> Picture {
     let (w, h) = (width * SAMPLES, height * SAMPLES);
     let (lo, hi) = mesh.bounds();
     let camera = Camera::framing(lo, hi, width as f64 / height as f64);
@@ -129,7 +129,7 @@ pub fn render(mesh: &TriMesh, spans: &[ObjectSpan], width: usize, height: usize)
 
 impl Picture {
     /// Writes the picture as a PNG file.
-    pub fn write_png(&self, w: impl std::io::Write) -> std::io::Result<()> {
+    pub(crate) fn write_png(&self, w: impl std::io::Write) -> std::io::Result<()> {
         let mut encoder = png::Encoder::new(w, self.width as u32, self.height as u32);
         encoder.set_color(png::ColorType::Rgb);
         encoder.set_depth(png::BitDepth::Eight);

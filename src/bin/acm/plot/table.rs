@@ -1,4 +1,4 @@
-//! A numeric CSV as written by [`crate::output`]: a header of column names and rows of numbers.
+//! A numeric CSV as written by [`acm::output`]: a header of column names and rows of numbers.
 
 use std::path::{Path, PathBuf};
 
