@@ -283,6 +283,7 @@ fn the_thesis_scenes_start_overlap_free_through_the_common_driver() {
         ("office_toy", 6),
         ("sphereglass", 2),
         ("cubeglass", 2),
+        ("pile", 4),
     ] {
         let path = common::profiles_dir().join(format!("oba_{name}.toml"));
         let scene = acm::scene::profile::load(&path, &[]).expect("the profile loads");
