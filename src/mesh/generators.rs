@@ -629,7 +629,7 @@ mod tests {
                 }
             }
         }
-        (chi, components, topo.boundary_edge_count())
+        (chi, components, m.boundary_edge_count())
     }
 
     fn assert_invalid(r: Result<TriMesh, MeshError>, generator: &str) {

@@ -129,7 +129,8 @@ mod tests {
             let topo = Topology::build(&m).unwrap();
             let (v, e, f) = (m.positions.len(), topo.edges.len(), m.triangles.len());
             prop_assert_eq!(v as i64 - e as i64 + f as i64, 1);
-            prop_assert_eq!(topo.boundary_edge_count(), 2 * (nx - 1 + ny - 1));
+            prop_assert_eq!(m.boundary_edge_count(), 2 * (nx - 1 + ny - 1));
+            prop_assert_eq!(topo.hinges.len(), e - m.boundary_edge_count());
             prop_assert_eq!(topo.vertex_edges(v).items.len(), 2 * e);
             let total: f64 = lumped_masses(&m, density).iter().sum();
             prop_assert!((total - density * w * d).abs() <= 1e-12 * density * w * d);

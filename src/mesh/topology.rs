@@ -48,12 +48,6 @@ impl Topology {
         Ok(Topology { edges, hinges })
     }
 
-    /// Number of boundary edges (one triangle each): every other edge has its hinge.
-    #[cfg(test)]
-    pub(crate) fn boundary_edge_count(&self) -> usize {
-        self.edges.len() - self.hinges.len()
-    }
-
     /// Vertex -> incident edges (edge indices, ascending), for `vertices` vertices.
     #[cfg(test)]
     pub(crate) fn vertex_edges(&self, vertices: usize) -> Csr {
@@ -110,9 +104,10 @@ mod tests {
 
     #[test]
     fn square_has_five_edges_and_one_oriented_hinge() {
-        let topo = Topology::build(&square()).unwrap();
+        let m = square();
+        let topo = Topology::build(&m).unwrap();
         assert_eq!(topo.edges, vec![[0, 1], [0, 2], [0, 3], [1, 2], [2, 3]]);
-        assert_eq!(topo.boundary_edge_count(), 4);
+        assert_eq!(m.boundary_edge_count(), 4);
         // Edge 0-2 (edge 1, the only interior one) runs 2 -> 0 in triangle (0, 1, 2); wing
         // vertices 1 and 3.
         assert_eq!(topo.hinges, vec![[2, 0, 1, 3]]);
@@ -137,9 +132,9 @@ mod tests {
         // Interior edges of a grid with 4x3 quads: E - boundary edges.
         assert_eq!(
             topo.hinges.len(),
-            topo.edges.len() - topo.boundary_edge_count()
+            topo.edges.len() - m.boundary_edge_count()
         );
-        assert_eq!(topo.boundary_edge_count(), 2 * (4 + 3));
+        assert_eq!(m.boundary_edge_count(), 2 * (4 + 3));
     }
 
     #[test]
@@ -148,7 +143,7 @@ mod tests {
             let m = icosphere(1.0, s).unwrap();
             let topo = Topology::build(&m).unwrap();
             let (v, e, f) = (m.positions.len(), topo.edges.len(), m.triangles.len());
-            assert_eq!(topo.boundary_edge_count(), 0);
+            assert_eq!(m.boundary_edge_count(), 0);
             assert_eq!(2 * e, 3 * f);
             assert_eq!(v as i64 - e as i64 + f as i64, 2);
             assert_eq!(topo.hinges.len(), e);

@@ -118,6 +118,20 @@ impl TriMesh {
         );
         offset
     }
+
+    /// Edges of exactly one triangle, counted from the triangle list alone (so tests can check
+    /// [`Topology`](super::Topology)'s hinges against it).
+    #[cfg(test)]
+    pub(crate) fn boundary_edge_count(&self) -> usize {
+        let mut uses = std::collections::HashMap::new();
+        for t in &self.triangles {
+            for k in 0..3 {
+                let (a, b) = (t[k], t[(k + 1) % 3]);
+                *uses.entry((a.min(b), a.max(b))).or_insert(0) += 1;
+            }
+        }
+        uses.values().filter(|&&n| n == 1).count()
+    }
 }
 
 /// A unit square in the XY plane split into two triangles (a fixture for the unit tests).
