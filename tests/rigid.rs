@@ -302,6 +302,34 @@ fn the_thesis_scenes_start_overlap_free_through_the_common_driver() {
     }
 }
 
+/// Spheres meeting in flight (`oba_sphereglass`'s lattice as it enters the funnel, steps 1 to
+/// 3): every pair is sphere against sphere or sphere against a fixed wall, whose slab rows are
+/// exact, so a step's position update moves once, re-linearizes once and stops (at most three
+/// QP iterations), with nothing rolled back and no fallback to an earlier configuration.
+#[test]
+fn spheres_meeting_in_flight_settle_their_positions_in_three_iterations() {
+    let path = common::profiles_dir().join("oba_sphereglass.toml");
+    let scene = acm::scene::profile::load(&path, &[]).expect("the profile loads");
+    let mut stepper = acm::driver(scene).expect("the scene builds");
+    let mut audit = Audited(acm::check::AuditReport::new());
+    stepper
+        .run_until(3.0 * stepper.model().frame_interval(), &mut audit)
+        .expect("runs");
+    assert_eq!(audit.0.intersecting_pairs, 0);
+    let stats = stepper.stats_json();
+    let steps = stats["steps_log"].as_array().expect("a step log");
+    let busy: Vec<_> = steps
+        .iter()
+        .filter(|s| s["close_pairs"].as_u64().unwrap() > 0)
+        .collect();
+    assert!(busy.len() >= 2, "pairs met in {} steps", busy.len());
+    for s in busy {
+        assert!(s["iterations"].as_u64().unwrap() <= 3, "{s}");
+        assert_eq!(s["rollbacks"].as_u64().unwrap(), 0, "{s}");
+        assert_eq!(s["fallback"].as_bool(), Some(false), "{s}");
+    }
+}
+
 /// Two cubes falling onto a floor, the second onto the first: a rigid scene every method
 /// can run (no spin, no joints, no compound bodies).
 const TWO_CUBES: &str = r#"

@@ -22,6 +22,12 @@
 //! by the QP's own tilt and offset, so the planes change smoothly with the poses and the
 //! iteration is Newton-like on one smooth problem.
 //!
+//! **Slab pairs.** A pair whose parts do not turn with their bodies (spheres about their own
+//! centres, parts of immovable bodies) needs no plane: the slab width along its current
+//! normal is linear in the translations, so its one row is exact and conservative
+//! (`GroupQpBuilder::add_slab_row`), and a step never leaves it overlapping. Sphere against
+//! sphere and sphere against a fixed body are such pairs.
+//!
 //! **Trust region and merit.** Each group of bodies joined by pairs and joints iterates on its
 //! own. Its rotations and plane tilts are bounded per iteration by `oba.rotation_bound` times
 //! the group's trust `tau` (and its translations by `tau` times its largest deficit); a step
@@ -210,6 +216,9 @@ struct Update<'a> {
     cur: Vec<Pose>,
     /// Parts posed at `cur`.
     parts: Vec<WorldPart>,
+    /// Whether each part moves only as its body translates: a sphere centred on its body's
+    /// centre of mass, or a part of an immovable body (see [`GroupQpBuilder::add_slab_row`]).
+    translating: Vec<bool>,
     /// Each body's last poses at which its group was clean.
     clean: Vec<Pose>,
     /// Each body's trust in its group's linearization, in (0, 1].
@@ -275,6 +284,11 @@ impl<'a> Update<'a> {
             })
             .collect();
         let parts = world.pose_parts(bodies, &cur);
+        let translating = world
+            .parts
+            .iter()
+            .map(|&(b, k)| !movable[b] || bodies[b].parts[k].is_centred_sphere())
+            .collect();
         let mut u = Self {
             world,
             bodies,
@@ -283,6 +297,7 @@ impl<'a> Update<'a> {
             clean: cur.clone(),
             cur,
             parts,
+            translating,
             trust: vec![1.0; n],
             done: vec![false; n],
             rotation_weight,
@@ -429,11 +444,21 @@ impl<'a> Update<'a> {
         self.done[b] &= !self.movable[b];
     }
 
-    /// Adds to each pair's critical sets the vertices within its reach of its plane or beyond
+    /// Whether `pair`'s parts both move only as their bodies translate: its QP row is then
+    /// the slab along its current normal ([`GroupQpBuilder::add_slab_row`]), with no plane
+    /// and no critical vertices.
+    fn is_slab_pair(&self, pair: &Pair) -> bool {
+        self.translating[pair.parts.0] && self.translating[pair.parts.1]
+    }
+
+    /// Adds to each pair's critical sets (slab pairs have none) the vertices within its reach of its plane or beyond
     /// it (at the current poses); the bodies whose pairs gained some.
     fn find_critical(&mut self) -> Vec<bool> {
         let mut learnt = vec![false; self.bodies.len()];
         for k in 0..self.pairs.len() {
+            if self.is_slab_pair(&self.pairs[k]) {
+                continue;
+            }
             let (a, b) = self.pairs[k].bodies;
             let reach = self.reach(a, b);
             let pair = &mut self.pairs[k];
@@ -790,7 +815,11 @@ impl<'a> Update<'a> {
         for (&j, z) in qp.joints.iter().zip(solution.equality_duals.chunks(3)) {
             self.joint_duals[j] = DVec3::new(z[0], z[1], z[2]);
         }
-        let mut mu: f64 = 0.0;
+        let mut mu: f64 = qp
+            .slab_rows
+            .iter()
+            .map(|&row| 2.0 * z[row])
+            .fold(0.0, f64::max);
         let planes = qp
             .pairs
             .iter()
@@ -1007,11 +1036,13 @@ struct PairSlot {
 }
 
 /// The QP of one group: variables `6 k..6 k + 6` the perturbation of the group's `k`-th body,
-/// then three per pair touching the group (tilt along `n_x`, along `n_y`, offset); its
-/// equalities are three per joint of the group, in the order of `joints`.
+/// then three per plane pair touching the group (tilt along `n_x`, along `n_y`, offset); one
+/// row per slab pair (`slab_rows`, among the inequalities); its equalities are three per joint of the group, in the order of
+/// `joints`.
 struct GroupQp {
     qp: Qp,
     pairs: Vec<PairSlot>,
+    slab_rows: Vec<usize>,
     joints: Vec<usize>,
 }
 
@@ -1019,12 +1050,12 @@ impl GroupQp {
     fn build(u: &Update<'_>, group: &[usize], targets: &[Pose], tau: f64) -> Self {
         let slot: HashMap<usize, usize> = group.iter().enumerate().map(|(k, &i)| (i, k)).collect();
         let touches = |a: usize, b: usize| slot.contains_key(&a) || slot.contains_key(&b);
-        let pair_list: Vec<usize> = (0..u.pairs.len())
+        let (slab_list, pair_list): (Vec<usize>, Vec<usize>) = (0..u.pairs.len())
             .filter(|&k| {
                 let (a, b) = u.pairs[k].bodies;
                 touches(a, b)
             })
-            .collect();
+            .partition(|&k| u.is_slab_pair(&u.pairs[k]));
         let joints: Vec<usize> = (0..u.world.joints.len())
             .filter(|&j| {
                 let [a, b] = u.world.joints[j].bodies;
@@ -1048,6 +1079,7 @@ impl GroupQp {
             .enumerate()
             .map(|(j, &k)| b.add_pair_slot(k, base + 3 * j))
             .collect();
+        let slab_rows = slab_list.iter().map(|&k| b.add_slab_row(k)).collect();
         b.add_joints(&joints, slack_base);
         let mut qp = b.qp;
         for (k, &i) in group.iter().enumerate() {
@@ -1058,7 +1090,12 @@ impl GroupQp {
                 b.curvature[k],
             );
         }
-        Self { qp, pairs, joints }
+        Self {
+            qp,
+            pairs,
+            slab_rows,
+            joints,
+        }
     }
 }
 
@@ -1148,6 +1185,34 @@ impl GroupQpBuilder<'_, '_> {
             pivot,
             rows: (rows_p, rows_q),
         }
+    }
+
+    /// Slab pair `k`'s row, returning its index among the inequalities.
+    ///
+    /// When neither part of a pair turns with its body (a sphere about its own centre, or a
+    /// part of an immovable body), the slab width along a fixed unit `n` (eq. 3.1) is linear
+    /// in the bodies' translations: `D(n) + n.(dx_b - dx_a)`, exactly. The row asks that of
+    /// the slab along the pair's current separation normal, `D(n) + n.(dx_b - dx_a) >= gap`;
+    /// since every slab width is a lower bound of the signed distance, a step that keeps the
+    /// row keeps the pair `gap` apart, leaving nothing for the next iteration to repair. The
+    /// normal is taken from the geometry again at every iteration, as the thesis does with
+    /// its planes. This is the plane constraint with the tilt fixed at zero and the offset
+    /// eliminated: one row and no variables instead of two rows, three variables and their
+    /// bounds.
+    fn add_slab_row(&mut self, k: usize) -> usize {
+        let pair = &self.u.pairs[k];
+        let n = pair.separation.normal;
+        let mut terms = Vec::new();
+        for (body, sign) in [(pair.bodies.0, 1.0), (pair.bodies.1, -1.0)] {
+            if let Some(b) = self.in_group(body) {
+                terms.extend((0..3).map(|axis| (6 * b + axis, sign * n[axis])));
+            }
+        }
+        let row = self.qp.inequalities.len();
+        // n.(dx_a - dx_b) <= D(n) - gap.
+        self.qp
+            .at_most(terms, pair.separation.distance - self.u.world.settings.gap);
+        row
     }
 
     /// The tilt turns the plane about the point on it nearest the critical vertices'

@@ -121,6 +121,12 @@ impl Shape {
         }
     }
 
+    /// Whether the shape is a sphere centred on the frame's origin (the body's centre of mass):
+    /// turning the body does not move it.
+    pub(crate) fn is_centred_sphere(&self) -> bool {
+        matches!(self, Self::Sphere { center, radius } if center.length() <= 1e-12 * radius)
+    }
+
     /// The farthest any point of the shape is from the frame's origin.
     pub(crate) fn reach(&self) -> f64 {
         match self {
