@@ -135,6 +135,7 @@ fn contact(scene: &Scene, model: &Model, sched: &mut Scheduler<'_>) -> Result<Co
         }),
         gravity: scene.gravity,
         speculative: scene.contact.scheduler == ContactScheduler::Speculative,
+        kick_clocks: crate::model::kick_clocks(model),
     };
     let mut contact = Contact::new(
         setup,

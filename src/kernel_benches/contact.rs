@@ -77,6 +77,7 @@ fn kernels(c: &mut Criterion) {
         mu: 0.3,
         friction_cap: false,
         stack: None,
+        kick: 0.0,
     };
     group.bench_function("penalty_impulse_vt", |b| {
         b.iter(|| {

@@ -93,11 +93,16 @@ impl Model {
             binned,
         );
         let external = external_clock(scene, stretching, bending, &drag, &state);
-        let gravity_clock = if binned && scene.integrator.clock.is_none() {
+        let mut gravity_clock = if binned && scene.integrator.clock.is_none() {
             median_elastic_step(&springs, &hinges, &state).unwrap_or(external)
         } else {
             external
         };
+        if scene.integrator.clock.is_none() {
+            if let Some(resting) = resting_layer_clock(scene, &state) {
+                gravity_clock = gravity_clock.min(resting);
+            }
+        }
         let mut model = Self {
             name: scene.name.clone(),
             objects,
@@ -505,17 +510,73 @@ fn makes_progress(scene: &Scene, clock: f64, object: usize) -> Result<(), SceneE
     ))
 }
 
-/// The median over free vertices of each vertex's elastic step (the finest clock bin among the
-/// elements that touch it): gravity's pace when elastic clocks are binned (DESIGN §4). Gravity
-/// is a linear potential, stable at any clock; sampling it as finely as the typical vertex
-/// already moves keeps its error at the elastic discretisation's, while the stiffest few
-/// elements no longer make every vertex take their clock. `None` when no elastic element moves
-/// a free vertex.
-fn median_elastic_step(
-    springs: &SpringFamily,
-    hinges: &HingeFamily,
-    state: &VertexState,
-) -> Option<f64> {
+/// With contact on and gravity, the clock of the deepest penalty layer a free vertex rests in
+/// under its own weight (`None` otherwise): gravity ticks no coarser. A vertex resting in its
+/// layers under coarser gravity kicks rings in them: each kick drives it in by `g h`, the
+/// layers throw it back out, and with `contact.cor < 1` (no push while separating) it floats
+/// without any normal force, and so without friction, for most of the interval; a square
+/// resting on an incline whose gravity ticked every 5 ms at its springs' pace got its friction
+/// in bursts and crept downhill (`docs/contact.md`, "Contact that comes to rest"). The layer
+/// is the first whose stack, with the heaviest free vertex's weight on it, holds it above the
+/// next layer's thickness.
+fn resting_layer_clock(scene: &Scene, state: &VertexState) -> Option<f64> {
+    if !scene.contact.enabled || scene.gravity == DVec3::ZERO {
+        return None;
+    }
+    let free = (0..state.len()).filter(|&v| state.inv_mass[v] > 0.0);
+    let (m_min, m_max) = free
+        .map(|v| state.mass[v])
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), m| {
+            (lo.min(m), hi.max(m))
+        });
+    if !m_min.is_finite() {
+        return None;
+    }
+    let c = &scene.contact;
+    let schedule = c.schedule().ok()?;
+    let weight = m_max * scene.gravity.length();
+    // The deepest layer that can matter: far past any schedule's resting depth.
+    const DEEPEST: u32 = 64;
+    let rests = |l: u32| {
+        let below = schedule.eta(l + 1);
+        let held: f64 = (1..=l)
+            .map(|k| schedule.r(k) * (schedule.eta(k) - below))
+            .sum();
+        held >= weight
+    };
+    let layer = (1..DEEPEST).find(|&l| rests(l)).unwrap_or(DEEPEST);
+    let h = schedule.clock_by(c.clocks, layer, m_min, c.safety);
+    (h > 0.0).then_some(h)
+}
+
+/// Per vertex: the longest interval between the regular kicks that load it, the coarser of
+/// gravity's clock and its elastic step (the finest clock bin among the elements that touch
+/// it); 0 for fixed and scripted vertices. Static friction budgets over it: a pair's layers
+/// hold what these kicks deliver if their friction over that interval could
+/// (`PenaltyParams::kick`).
+pub(crate) fn kick_clocks(model: &Model) -> Vec<f64> {
+    let state = &model.state;
+    let step = elastic_steps(&model.springs, &model.hinges, state);
+    let gravity = if model.gravity == DVec3::ZERO {
+        0.0
+    } else {
+        model.clocks.gravity
+    };
+    (0..state.len())
+        .map(|v| {
+            if state.inv_mass[v] > 0.0 {
+                let elastic = if step[v].is_finite() { step[v] } else { 0.0 };
+                elastic.max(gravity)
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// Each vertex's elastic step: the finest clock bin among the elements that touch it
+/// (infinite where none does).
+fn elastic_steps(springs: &SpringFamily, hinges: &HingeFamily, state: &VertexState) -> Vec<f64> {
     let mut step = vec![f64::INFINITY; state.len()];
     let mut lower = |vertices: &[u32], h: f64| {
         for &v in vertices {
@@ -528,6 +589,21 @@ fn median_elastic_step(
     for bin in &hinges.bins {
         lower(&bin.vertices, bin.clock);
     }
+    step
+}
+
+/// The median over free vertices of each vertex's elastic step (the finest clock bin among the
+/// elements that touch it): gravity's pace when elastic clocks are binned (DESIGN §4). Gravity
+/// is a linear potential, stable at any clock; sampling it as finely as the typical vertex
+/// already moves keeps its error at the elastic discretisation's, while the stiffest few
+/// elements no longer make every vertex take their clock. `None` when no elastic element moves
+/// a free vertex.
+fn median_elastic_step(
+    springs: &SpringFamily,
+    hinges: &HingeFamily,
+    state: &VertexState,
+) -> Option<f64> {
+    let step = elastic_steps(springs, hinges, state);
     let mut free: Vec<f64> = (0..state.len())
         .filter(|&v| state.inv_mass[v] > 0.0 && step[v].is_finite())
         .map(|v| step[v])

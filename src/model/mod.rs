@@ -14,7 +14,7 @@ mod forces;
 mod objects;
 mod size;
 
-pub(crate) use build::finest_clock_allowed;
+pub(crate) use build::{finest_clock_allowed, kick_clocks};
 pub use contents::Model;
 pub(crate) use forces::{Force, ForceTarget};
 pub(crate) use objects::ObjectRange;

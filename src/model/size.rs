@@ -31,7 +31,9 @@ pub struct Clocks {
     /// The clock of prescribed forces and drag (the elastic minimum, or a pace per frame),
     /// and the synchronous baseline's default step.
     pub external: f64,
-    /// Gravity's clock: `external`, or with `speed.clock_bins` the median vertex's elastic step.
+    /// Gravity's clock: `external`, or with `speed.clock_bins` the median vertex's elastic step;
+    /// with contact (and no `integrator.clock`), no coarser than the clock of the deepest layer
+    /// a free vertex rests in under its weight.
     pub gravity: f64,
 }
 

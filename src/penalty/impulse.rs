@@ -32,16 +32,28 @@
 //! **Friction** (§4.3, with static friction the thesis leaves to future work). With the
 //! tangential relative velocity `v_t = v_rel - (v_rel . n) n`, a pair that has stuck keeps an
 //! *anchor*: the coefficients `c_i` of the tick it stuck at, so `sum_i c_i x_i` is the material
-//! offset it holds. The impulse that stops the sliding and takes the pair back to its anchor by
-//! the next tick is `J_s = -(v_t + o_t / h) / K` (`o_t` the tangential part of the anchor's
-//! offset). Within the cone, `|J_s| <= mu I`, it is applied (the pair sticks; the first such
-//! tick sets the anchor). Beyond it, if friction could still stop the sliding
-//! (`|v_t| <= mu H K`, `H >= I` the normal impulse of all the pair's active layers over this
-//! layer's clock, `PenaltyParams::stack`: a layer the pair barely reaches has too small a cone
-//! to hold it alone), `mu I` is applied towards the anchor and the anchor kept; otherwise the
-//! pair slides: kinetic friction `f = -mu I tau`, `tau = v_t / |v_t|`, and the anchor is reset
-//! to where it is. Side A receives `f`, vertex `i` `c_i f`. `K` is the pair's effective inverse
-//! mass `sum_i c_i^2 / m_i`, each vertex's mass split by the caller among the pairs of the tick
+//! offset it holds. Static friction is budgeted over the pair's *window*
+//! `T = max(h, PenaltyParams::kick)`, the longest interval between the kicks (elastic, gravity)
+//! that load its vertices: a kick delivers in one instant the impulse of a force acting over
+//! its clock, and friction must be able to answer it with what it can apply over the same
+//! interval, not over one layer tick. So each pair keeps a *credit* of friction impulse
+//! (`PairHistory::credit`): every tick adds its cone `mu I` and the credit is capped at
+//! `C = mu T F`, `F` the normal force of all the pair's active layers at its distance
+//! (`PenaltyParams::stack`; at least this tick's cone). The impulse that stops the sliding and
+//! takes the pair back to its anchor over the window is `J_s = -(v_t + o_t / T) / K` (`o_t`
+//! the tangential part of the anchor's offset). Within the credit it is applied (the pair
+//! sticks; the first such tick sets the anchor) and the credit drawn down by `|J_s|`. Beyond
+//! it, if the pair's layers could still stop its sliding over the window (`|v_t| <= C K`),
+//! the whole credit is applied towards `J_s` and the anchor kept (a deep layer's short clock
+//! asks for the whole return in its own tick, and a layer the pair barely reaches has a cone
+//! too small to hold it alone); otherwise the pair slides: kinetic
+//! friction `f = -mu I tau`, `tau = v_t / |v_t|`, the anchor is reset to where it is (by a
+//! tick that pushes) and the credit spent. A tick that pushes nothing (a separating pair with `cor = 0`) can still draw
+//! on the credit its pair's earlier ticks left: the normal load a resting pair carries comes
+//! in bursts, its friction need not. Over any stretch of ticks a pair's friction impulse is at
+//! most `C` plus the sum of their cones, so a sliding pair still feels `mu I` a tick. Side A
+//! receives `f`, vertex `i` `c_i f`. `K` is the pair's effective inverse mass
+//! `sum_i c_i^2 / m_i`, each vertex's mass split by the caller among the pairs of the tick
 //! that touch it (their impulses are computed side by side from the same state). Edge-edge
 //! pairs keep no anchor (nearly parallel edges' closest points slide along them): they stop
 //! their sliding only. The optional cap (`friction_cap`, off by default) bounds kinetic
@@ -79,6 +91,8 @@ pub(crate) struct PairImpulse<const N: usize> {
     pub separating: bool,
     /// The pair's static-friction anchor after the tick (see [`PairHistory::anchor`]).
     pub anchor: Option<[f64; 4]>,
+    /// The pair's static-friction credit after the tick (see [`PairHistory::credit`]).
+    pub credit: f64,
 }
 
 /// What a pair's earlier ticks left for its next one (one contact episode; empty at its start).
@@ -91,6 +105,10 @@ pub(crate) struct PairHistory {
     /// The pair's distance at its last tick within a layer's thickness (any layer): how far
     /// the gap closed since drives the approach damping.
     pub gap: Option<f64>,
+    /// The friction impulse the pair's ticks have earned and not yet used (each tick's cone,
+    /// capped at what its layers could apply over its friction window): static friction may
+    /// spend it at once on a kick that came between two ticks (the module docs, "Friction").
+    pub credit: f64,
 }
 
 /// Parameters of one layer tick: `eta = eta(l)`, `r = r(l)`, `h = h(l)`, restitution and
@@ -110,22 +128,30 @@ pub(crate) struct PenaltyParams {
     /// Cap kinetic friction so it cannot reverse the relative tangential velocity (default:
     /// off).
     pub friction_cap: bool,
-    /// The layers holding the pair: their schedule and how many the pair has active. A tick
-    /// whose own cone cannot take the pair back to its anchor lets it slide (and the anchor
-    /// go) only if all of them together, over this layer's clock, could not stop its sliding;
-    /// `None`: this layer alone decides.
+    /// The layers holding the pair: their schedule and how many the pair has active. Its
+    /// static friction is capped at what all of them together could apply over its window
+    /// (see [`Self::kick`]); `None`: at this tick's cone.
     pub stack: Option<(LayerSchedule, u32)>,
+    /// The longest interval between the regular kicks (elastic, gravity) that load the pair's
+    /// free vertices, 0 if unknown: the pair's friction window is the larger of it and `h`
+    /// (the module docs, "Friction").
+    pub kick: f64,
 }
 
 impl PenaltyParams {
-    /// The friction impulse that all the pair's layers at `distance` could apply over this
-    /// layer's clock, at least `cone` (this layer's).
+    /// The pair's friction window `T = max(h, kick)`.
+    fn window(&self) -> f64 {
+        self.h.max(self.kick)
+    }
+
+    /// The friction impulse that all the pair's layers at `distance` could apply over its
+    /// window, at least `cone` (this tick's): the most static friction credit it can hold.
     fn hold(&self, distance: f64, cone: f64) -> f64 {
         self.stack.map_or(cone, |(schedule, layers)| {
             let force: f64 = (1..=layers)
                 .map(|l| schedule.r(l) * (schedule.eta(l) - distance).max(0.0))
                 .sum();
-            (self.mu * self.h * force).max(cone)
+            (self.mu * self.window() * force).max(cone)
         })
     }
 }
@@ -229,6 +255,7 @@ pub(crate) fn triangle_pair_impulse(
         normal: DVec3::Z,
         separating: false,
         anchor: None,
+        credit: 0.0,
     };
     for (f, (feature, &share)) in TRIANGLE_PAIR_FEATURES.iter().zip(shares).enumerate() {
         if far.skips(f) {
@@ -395,6 +422,7 @@ fn pair_impulse(
             normal,
             separating,
             anchor: history.anchor,
+            credit: history.credit,
         };
     }
     let r_eff = if separating {
@@ -411,24 +439,29 @@ fn pair_impulse(
     let mut j = i_n * normal;
     let vt = v_rel - vn * normal;
     let mut anchor = history.anchor;
-    if params.mu != 0.0 && k > 0.0 && i_n > 0.0 {
+    let mut credit = history.credit;
+    if params.mu != 0.0 && k > 0.0 && (i_n > 0.0 || credit > 0.0) {
         let cone = params.mu * i_n;
+        let window = params.window();
+        let hold = params.hold(distance, cone);
+        let available = (credit + cone).min(hold);
         // The tangential impulse that stops the sliding and takes the pair back to its anchor
-        // by the next tick; within the cone the contact sticks.
+        // over its window; within the credit the contact sticks.
         let offset = anchor.map_or(DVec3::ZERO, |a| {
             let held = a[0] * x[0] + a[1] * x[1] + a[2] * x[2] + a[3] * x[3];
             held - held.dot(normal) * normal
         });
-        let stick = -(vt + offset / params.h) / k;
-        if stick.length() <= cone {
+        let stick = -(vt + offset / window) / k;
+        let need = stick.length();
+        if need <= available {
             j += stick;
+            credit = available - need;
             anchor.get_or_insert(c);
-        } else if vt.length() <= params.hold(distance, cone) * k && anchor.is_some() {
-            // Too far from the anchor to get back in one tick, but not sliding past what the
-            // pair's layers together can stop: pull back as hard as the cone allows, and keep
-            // the anchor (a deeper layer's short clock asks for the return in its own tick, and
-            // a layer the pair barely reaches has a cone too small to hold it alone).
-            j += stick * (cone / stick.length());
+        } else if vt.length() <= hold * k && anchor.is_some() {
+            // More than the credit, but not sliding faster than the pair's layers together can
+            // stop over its window: spend the credit towards the anchor, and keep it.
+            j += stick * (available / need);
+            credit = 0.0;
         } else {
             if let Some(tau) = vt.try_normalize().or_else(|| (-stick).try_normalize()) {
                 let mut f = cone;
@@ -437,7 +470,11 @@ fn pair_impulse(
                 }
                 j -= f * tau;
             }
-            anchor = Some(c);
+            // A tick that pushes nothing (spending credit while separating) slides nowhere.
+            if i_n > 0.0 {
+                anchor = Some(c);
+            }
+            credit = 0.0;
         }
     }
     for i in 0..4 {
@@ -456,6 +493,7 @@ fn pair_impulse(
         normal,
         separating,
         anchor,
+        credit,
     }
 }
 
@@ -543,6 +581,7 @@ mod tests {
             mu,
             friction_cap: cap,
             stack: None,
+            kick: 0.0,
         }
     }
 
@@ -764,7 +803,7 @@ mod tests {
         fn friction_within_the_cone_sticks(xs in pts(), vs in pts(), kind in 0usize..2, ms in prop::array::uniform4(0.1f64..3.0)) {
             let x = xs.map(v3);
             let v = vs.map(v3);
-            let p = PenaltyParams { eta: 3.0, r: 1e4, h: 1e-2, cor: 1.0, mu: 1e3, friction_cap: false, stack: None };
+            let p = PenaltyParams { eta: 3.0, r: 1e4, h: 1e-2, cor: 1.0, mu: 1e3, friction_cap: false, stack: None, kick: 0.0 };
             let out = KERNELS[kind](x, v, ms, &p);
             prop_assume!(out.distance < p.eta);
             let c = coeffs(kind, x);
@@ -827,7 +866,7 @@ mod tests {
         fn capped_friction_never_reverses_sliding(xs in pts(), vs in pts(), kind in 0usize..2, mu in 0.0f64..50.0, ms in prop::array::uniform4(0.0f64..3.0)) {
             let x = xs.map(v3);
             let v = vs.map(v3);
-            let p = PenaltyParams { eta: 3.0, r: 1e4, h: 1e-2, cor: 1.0, mu, friction_cap: true, stack: None };
+            let p = PenaltyParams { eta: 3.0, r: 1e4, h: 1e-2, cor: 1.0, mu, friction_cap: true, stack: None, kick: 0.0 };
             let out = KERNELS[kind](x, v, ms, &p);
             let vnew: Vec<DVec3> = (0..4).map(|i| v[i] + ms[i] * out.impulses[i]).collect();
             let c = coeffs(kind, x);
@@ -874,6 +913,7 @@ mod tests {
             mu: 1.0,
             friction_cap: false,
             stack: None,
+            kick: 0.0,
         };
         let out = vt(x, v, m, &p);
         assert!((out.normal - DVec3::Z).length() < 1e-12);
@@ -898,6 +938,66 @@ mod tests {
         let slide = vertex_triangle_impulse(moved, fast, m, &history, &p);
         assert!((slide.impulses[0].x + 1e-2 * 1e4 * 0.09).abs() < 1e-12);
         assert_ne!(slide.anchor, out.anchor);
+    }
+
+    #[test]
+    fn friction_credit_answers_a_kick_at_once_and_kinetic_friction_is_kept() {
+        use crate::penalty::layers::LayerLaw;
+        // A vertex of 0.01 g at rest 0.05 cm above a fixed triangle in z = 0, inside layer 1
+        // (eta 0.1, r 1000: 50 dyn), anchored where it is; its vertices are kicked every
+        // 10 layer ticks, so its friction budgets over 1e-2 s.
+        let schedule = LayerSchedule::new(0.1, 1000.0, LayerLaw::Thesis).unwrap();
+        let p = PenaltyParams {
+            eta: 0.1,
+            r: 1000.0,
+            h: 1e-3,
+            cor: 0.0,
+            mu: 0.5,
+            friction_cap: false,
+            stack: Some((schedule, 1)),
+            kick: 1e-2,
+        };
+        let x = [DVec3::new(0.2, 0.2, 0.05), DVec3::ZERO, DVec3::X, DVec3::Y];
+        let m = [100.0, 0.0, 0.0, 0.0];
+        let cone = 0.5 * 1e-3 * 1000.0 * 0.05;
+        let hold = 0.5 * 1e-2 * 1000.0 * 0.05;
+        let at_rest = vt(x, [DVec3::ZERO; 4], m, &p);
+        assert!(at_rest.anchor.is_some());
+        assert!((at_rest.credit - cone).abs() < 1e-15, "{}", at_rest.credit);
+        // A kick of 4 cones' worth along x: one tick's cone cannot stop it, a full credit does,
+        // at once, and keeps the anchor.
+        let kicked = |speed: f64| {
+            [
+                DVec3::new(speed, 0.0, 0.0),
+                DVec3::ZERO,
+                DVec3::ZERO,
+                DVec3::ZERO,
+            ]
+        };
+        let v = kicked(4.0 * cone * 100.0);
+        let full = PairHistory {
+            anchor: at_rest.anchor,
+            gap: Some(0.05),
+            credit: hold,
+        };
+        let out = vertex_triangle_impulse(x, v, m, &full, &p);
+        assert!((v[0].x + 100.0 * out.impulses[0].x).abs() < 1e-12);
+        assert_eq!(out.anchor, at_rest.anchor);
+        assert!((out.credit - (hold - 4.0 * cone)).abs() < 1e-12 * hold);
+        // Without credit, the tick's cone only, towards the anchor, which is kept.
+        let empty = PairHistory {
+            credit: 0.0,
+            ..full
+        };
+        let out = vertex_triangle_impulse(x, v, m, &empty, &p);
+        assert!((out.impulses[0].x + cone).abs() < 1e-15);
+        assert_eq!((out.anchor, out.credit), (at_rest.anchor, 0.0));
+        // Faster than the layers can stop over the window: kinetic friction, the cone and no
+        // more, and the anchor follows; the credit is spent.
+        let out = vertex_triangle_impulse(x, kicked(2.0 * hold * 100.0), m, &full, &p);
+        assert!((out.impulses[0].x + cone).abs() < 1e-15);
+        assert_eq!(out.credit, 0.0);
+        assert_ne!(out.anchor, None);
     }
 
     #[test]

@@ -51,6 +51,9 @@ pub(super) struct LayerTicks {
     speed_limit: SpeedLimit,
     /// Per pair id: what its contact episode's earlier ticks left.
     histories: Vec<PairHistory>,
+    /// Per vertex: the longest interval between the regular kicks that load it (0 for fixed
+    /// and scripted vertices); a pair's friction window is at least its vertices' largest.
+    kick_clocks: Vec<f64>,
     /// Per vertex: how many members of the current tick touch it (0 outside a tick).
     sharing: Vec<u32>,
     /// Per vertex: the tick that last collected it (dedupes the kicked vertices).
@@ -121,8 +124,11 @@ pub(super) struct LayerTick {
 }
 
 impl LayerTicks {
-    /// The layers of a scene with `vertices` vertices whose lightest free vertex weighs `m_min`.
-    pub(super) fn new(law: LayerLaw, vertices: usize, m_min: f64) -> Self {
+    /// The layers of a scene whose vertices are loaded by kicks at most `kick_clocks` apart
+    /// (one per vertex, `crate::model::kick_clocks`) and whose lightest free vertex weighs
+    /// `m_min`.
+    pub(super) fn new(law: LayerLaw, kick_clocks: Vec<f64>, m_min: f64) -> Self {
+        let vertices = kick_clocks.len();
         Self {
             schedule: law.schedule,
             cor: law.cor,
@@ -141,6 +147,7 @@ impl LayerTicks {
             ),
             speed_limit: law.speed_limit,
             histories: Vec::new(),
+            kick_clocks,
             sharing: vec![0; vertices],
             vertex_stamp: vec![0; vertices],
             vertex_epoch: 0,
@@ -265,9 +272,11 @@ impl LayerTicks {
         }
         let frozen: &VertexState = state;
         let (histories, sharing) = (&self.histories, &self.sharing);
+        let kicks = &self.kick_clocks;
         let impulse = |m: &Member| {
             let history = &histories[m.pair as usize];
-            member_impulse(m, pairs, surfaces, frozen, history, sharing, t, &params)
+            let shared = Shared { sharing, kicks };
+            member_impulse(m, pairs, surfaces, frozen, history, shared, t, &params)
         };
         if members.len() >= PARALLEL_TICK {
             members
@@ -369,6 +378,7 @@ impl LayerTicks {
                 *history = PairHistory {
                     anchor: result.anchor,
                     gap: Some(result.distance),
+                    credit: result.credit,
                 };
             } else if l == 1 {
                 *history = PairHistory::default();
@@ -444,6 +454,7 @@ impl LayerTicks {
             mu: self.mu,
             friction_cap: self.friction_cap,
             stack: Some((self.schedule, l)),
+            kick: 0.0,
         }
     }
 
@@ -545,10 +556,19 @@ impl Surfaces<'_> {
     }
 }
 
+/// Per vertex, for a tick's members: how many of them touch it (its mass is split among
+/// them), and the longest interval between the kicks that load it.
+#[derive(Clone, Copy)]
+struct Shared<'a> {
+    sharing: &'a [u32],
+    kicks: &'a [f64],
+}
+
 /// Member `m`'s impulses of one tick, from the state `state` before the tick and the pair's
-/// `history`, each vertex's mass split among the tick's `sharing` members that touch it; none
+/// `history`, each vertex's mass split among the tick's members that touch it (`shared`); none
 /// from a feature pair that does not own its contact point (the distance, normal and
-/// `separating` are kept, for lazy deactivation, and its anchor is left as it was).
+/// `separating` are kept, for lazy deactivation, and its anchor and friction credit are left
+/// as they were).
 #[allow(clippy::too_many_arguments)]
 fn member_impulse(
     m: &Member,
@@ -556,15 +576,21 @@ fn member_impulse(
     surfaces: Surfaces<'_>,
     state: &VertexState,
     history: &PairHistory,
-    sharing: &[u32],
+    shared: Shared<'_>,
     t: f64,
     params: &PenaltyParams,
 ) -> PairImpulse<6> {
     let verts = &pairs.verts[m.pair as usize];
+    let sharing = shared.sharing;
     // Every layer the pair has active holds it (those beyond their thickness add nothing, so
-    // the layers a scheduler switched on early or kept on late change nothing).
+    // the layers a scheduler switched on early or kept on late change nothing), over the
+    // longest interval between the kicks that load its vertices.
+    let kick = verts[..m.key.vertex_count()]
+        .iter()
+        .fold(0.0, |most: f64, &v| most.max(shared.kicks[v as usize]));
     let params = &PenaltyParams {
         stack: (params.stack).map(|(schedule, _)| (schedule, pairs.active[m.pair as usize])),
+        kick,
         ..*params
     };
     let x = verts.map(|v| state.position_at(v as usize, t));
@@ -583,14 +609,14 @@ fn member_impulse(
             params,
         );
         let mut impulses = [DVec3::ZERO; 6];
-        let mut anchor = history.anchor;
+        let (mut anchor, mut credit) = (history.anchor, history.credit);
         if out.distance < params.eta
             && surfaces
                 .owners
                 .acts(key, first_four(verts), first_four(&x), position)
         {
             impulses[..4].copy_from_slice(&out.impulses);
-            anchor = out.anchor;
+            (anchor, credit) = (out.anchor, out.credit);
         }
         PairImpulse {
             impulses,
@@ -598,6 +624,7 @@ fn member_impulse(
             normal: out.normal,
             separating: out.separating,
             anchor,
+            credit,
         }
     };
     match m.key {

@@ -262,6 +262,9 @@ pub(super) struct ContactSetup {
     pub(super) speculative: bool,
     /// Gravity (cm/s^2), whose work adds to the energy available.
     pub(super) gravity: DVec3,
+    /// Per vertex: the longest interval between the regular kicks that load it (0 for fixed
+    /// and scripted vertices), over which its pairs' static friction is budgeted.
+    pub(super) kick_clocks: Vec<f64>,
 }
 
 /// A pair closer than `eta1` at the start.
@@ -319,7 +322,7 @@ impl Contact {
             owners,
             pairs: PairTable::new(n, keeps, setup.objects),
             certifier: Certifier::new(setup.law.schedule, setup.quality_loss, setup.parking),
-            layers: LayerTicks::new(setup.law, n, m_min),
+            layers: LayerTicks::new(setup.law, setup.kick_clocks, m_min),
             energy_limit: EnergyLimit::new(setup.start_energy, setup.gravity),
             audit: Audit::default(),
             left: Vec::new(),
