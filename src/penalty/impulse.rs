@@ -54,9 +54,11 @@
 //! most `C` plus the sum of their cones, so a sliding pair still feels `mu I` a tick. Side A
 //! receives `f`, vertex `i` `c_i f`. `K` is the pair's effective inverse mass
 //! `sum_i c_i^2 / m_i`, each vertex's mass split by the caller among the pairs of the tick
-//! that touch it (their impulses are computed side by side from the same state). Edge-edge
-//! pairs keep no anchor (nearly parallel edges' closest points slide along them): they stop
-//! their sliding only. The optional cap (`friction_cap`, off by default) bounds kinetic
+//! that touch it (their impulses are computed side by side from the same state). An
+//! edge-edge pair's anchor is a material point on each edge (the coefficients at the tick it
+//! stuck), so its offset is the tangential part of the vector between those two points: where
+//! the edges' closest points move without the edges sliding (nearly parallel edges), the
+//! anchored points do not. The optional cap (`friction_cap`, off by default) bounds kinetic
 //! friction by `|v_t| / K` so it cannot reverse the sliding.
 //!
 //! **Conservation.** `sum_i c_i = 0`, so the impulses sum to zero: linear momentum is conserved
@@ -212,17 +214,7 @@ pub(crate) fn edge_edge_impulse(
         geometric,
         longest,
     };
-    // Nearly parallel edges' closest points slide along them as the pair moves, so their
-    // coefficients make no anchor: the pair's friction only stops its sliding.
-    let history = PairHistory {
-        anchor: None,
-        ..*history
-    };
-    let out = pair_impulse(c, x, v, inv_mass, geometry, &history, params);
-    PairImpulse {
-        anchor: None,
-        ..out
-    }
+    pair_impulse(c, x, v, inv_mass, geometry, history, params)
 }
 
 /// Impulses of one tick of a penalty layer on a pair of vertex-disjoint triangles
@@ -815,8 +807,7 @@ mod tests {
             let vnew: Vec<DVec3> = (0..4).map(|i| v[i] + ms[i] * out.impulses[i]).collect();
             // The sliding stops (to round-off), and the pair is anchored where it is.
             prop_assert!(rel(&vnew).length() <= 1e-9 * (1.0 + rel(&v).length()));
-            // Edge-edge pairs keep no anchor.
-            prop_assert_eq!(out.anchor, (kind == 0).then_some(c));
+            prop_assert_eq!(out.anchor, Some(c));
         }
 
         #[test]
