@@ -254,12 +254,13 @@ fn under_the_velocity_filter_the_square_slides_at_g_sin_minus_mu_cos_too() {
 }
 
 #[test]
-fn twelve_stacked_squares_on_an_incline_come_to_rest() {
+fn twelve_stacked_squares_on_an_incline_stop_drifting() {
     // `sync_squares_incline` under ACM at friction 0.5: twelve squares dropped in a staggered
     // stack, resting on the incline and on one another (free against free: vertex-triangle
     // and edge-edge pairs, both anchored). Each square's centre, along the incline, averaged
     // over [1.0, 1.5) s and [1.5, 2.0) s (samples every 5 ms, which average out the squares'
-    // vibration of up to 0.03 cm): the means may differ by no more than a creep of 0.02 cm/s.
+    // vibration of up to 0.035 cm): the means may differ by no more than a creep of 0.02 cm/s.
+    // The squares stop drifting, not vibrating (`docs/contact.md`).
     // Without edge-edge anchors the upper six creep downhill at 0.3-0.9 cm/s.
     let overrides = [
         "integrator=acm".to_string(),
