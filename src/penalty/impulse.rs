@@ -49,8 +49,8 @@
 //! too small to hold it alone), except the part of the offset that even `SLIP_WINDOWS`
 //! windows of the pair's layers could not return: that part slips (the anchor moves towards
 //! where the pair is by the fraction `1 - SLIP_WINDOWS C / |J_s|`), as in an elastic-plastic
-//! friction law, so that pairs whose anchors disagree (several edge-edge pairs between two
-//! resting squares) stop pulling against one another; otherwise the pair slides: kinetic
+//! friction law (without it, seven edge-edge pairs between two resting squares spent nearly
+//! every tick here, and two squares kept vibrating); otherwise the pair slides: kinetic
 //! friction `f = -mu I tau`, `tau = v_t / |v_t|`, the anchor is reset to where it is (by a
 //! tick that pushes) and the credit spent. A tick that pushes nothing (a separating pair with `cor = 0`) can still draw
 //! on the credit its pair's earlier ticks left: the normal load a resting pair carries comes
@@ -463,7 +463,8 @@ fn pair_impulse(
             anchor.get_or_insert(c);
         } else if vt.length() <= hold * k && anchor.is_some() {
             // More than the credit, but not sliding faster than the pair's layers together can
-            // stop over its window: spend the credit towards the anchor, and keep it.
+            // stop over its window: spend the credit towards the anchor, and keep it but for
+            // what even `SLIP_WINDOWS` windows of friction could not return, which slips.
             j += stick * (available / need);
             credit = 0.0;
             let slip = (1.0 - SLIP_WINDOWS * hold / need).max(0.0);
