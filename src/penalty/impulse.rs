@@ -1011,6 +1011,54 @@ mod tests {
     }
 
     #[test]
+    fn an_anchor_slips_by_what_two_windows_of_friction_cannot_return() {
+        use crate::penalty::layers::LayerLaw;
+        // A vertex of 0.01 g at rest 0.05 cm above a large fixed triangle in z = 0, inside
+        // layer 1 (its friction over the 1e-2 s window: hold = 0.25), no credit left, anchored
+        // `d` cm uphill along x. Returning over the window asks `d / (T K)` = `d`: beyond
+        // 2 hold = 0.5 the anchor slips by the fraction `1 - 0.5 / d`; within it, it is kept.
+        let schedule = LayerSchedule::new(0.1, 1000.0, LayerLaw::Thesis).unwrap();
+        let p = PenaltyParams {
+            eta: 0.1,
+            r: 1000.0,
+            h: 1e-3,
+            cor: 0.0,
+            mu: 0.5,
+            friction_cap: false,
+            stack: Some((schedule, 1)),
+            kick: 1e-2,
+        };
+        let triangle = [DVec3::ZERO, 10.0 * DVec3::X, 10.0 * DVec3::Y];
+        let at = |p: DVec3| [p, triangle[0], triangle[1], triangle[2]];
+        let x = at(DVec3::new(3.0, 3.0, 0.05));
+        let m = [100.0, 0.0, 0.0, 0.0];
+        let held_offset = |a: [f64; 4]| {
+            let held: DVec3 = (0..4).map(|i| a[i] * x[i]).sum();
+            held - held.z * DVec3::Z
+        };
+        for (d, kept) in [(0.4, 0.4), (1.0, 0.5), (2.0, 0.5)] {
+            let anchored = vt(at(DVec3::new(3.0 - d, 3.0, 0.05)), [DVec3::ZERO; 4], m, &p);
+            let history = PairHistory {
+                anchor: anchored.anchor,
+                gap: Some(0.05),
+                credit: 0.0,
+            };
+            let out = vertex_triangle_impulse(x, [DVec3::ZERO; 4], m, &history, &p);
+            let offset = held_offset(out.anchor.expect("the anchor is kept"));
+            assert!(
+                (offset - DVec3::new(kept, 0.0, 0.0)).length() < 1e-12,
+                "anchored {d} cm away: offset {offset} after the tick"
+            );
+            // The tick's cone is spent towards the anchor either way.
+            assert!(
+                (out.impulses[0].x + 0.025).abs() < 1e-15,
+                "{}",
+                out.impulses[0]
+            );
+        }
+    }
+
+    #[test]
     fn fallback_normals_are_finite_and_push_back() {
         let p = params(0.1, 1.0, 0.5, true);
         // Vertex exactly on the triangle, moving down (-z): pushed up (+z).
