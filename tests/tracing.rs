@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use acm::prelude::{FrameSource, Stepper};
+use acm::prelude::Stepper;
 use acm::{scene::profile, NoFrames, Simulation};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
