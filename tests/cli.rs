@@ -248,6 +248,61 @@ fn trace_shows_the_parallel_phases_on_their_worker_threads() {
     );
 }
 
+#[test]
+fn scaling_models_a_run_from_its_traces_on_one_and_two_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = profiles_dir().join("drape_10k.toml");
+    let profile = profile.to_str().unwrap();
+    for threads in ["1", "2"] {
+        let (trace, out) = (format!("trace{threads}.json"), format!("out{threads}"));
+        let args = ["run", profile, "--until", "0.01", "--threads", threads];
+        succeeds(
+            dir.path(),
+            &[&args[..], &["--trace", &trace, "--out", &out]].concat(),
+        );
+    }
+    let report = succeeds(
+        dir.path(),
+        &["scaling", "trace1.json", "trace2.json", "--threads", "2,16"],
+    );
+    // One row per phase: the event row counts every event of the run.
+    let stats: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("out1/stats.json")).unwrap())
+            .unwrap();
+    let events = (report.lines())
+        .find_map(|l| l.strip_prefix("event "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no event row: {report}"));
+    assert_eq!(events, stats["events_total"].to_string(), "{report}");
+    // With the fork costs of two threads, the model gives back the two-thread run's speed-up.
+    let measured = (report.lines())
+        .find_map(|l| l.strip_prefix("measured on two threads: "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no measurement: {report}"));
+    let predicted = (report.lines())
+        .find_map(|l| l.strip_prefix("speed-up, forks as on two threads"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no prediction: {report}"));
+    assert_eq!(predicted, measured, "{report}");
+    // Bad input: exit 2, naming the file.
+    for (args, needle) in [
+        (
+            ["trace2.json", "trace1.json"],
+            "trace2.json: traced on 2 threads",
+        ),
+        (
+            ["trace1.json", "out1/stats.json"],
+            "out1/stats.json: not a trace",
+        ),
+        (["trace1.json", "missing.json"], "missing.json: cannot read"),
+    ] {
+        let out = acm(dir.path(), &[&["scaling"][..], &args].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(needle), "{needle}: {stderr}");
+    }
+}
+
 /// A 4 x 4 vertex sheet as OBJ text with a texture coordinate on every corner, listed in the
 /// reverse of the vertex order (so a writer that used vertex indices for them would differ).
 fn textured_sheet_obj() -> String {

@@ -3,6 +3,7 @@
 //! Exit codes: 0 success, 1 internal error, 2 bad input.
 
 mod plot;
+mod scaling;
 mod view;
 
 use std::io::IsTerminal;
@@ -56,6 +57,9 @@ enum Command {
     View(ViewArgs),
     /// Draw a frame of a run as a shaded PNG picture, on the CPU (no GPU or display needed).
     Render(RenderArgs),
+    /// Predict a run's speed-up on more threads from its traces on one thread and on two
+    /// (`acm run ... --trace`): its serial part, its parallel work and the cost of its forks.
+    Scaling(scaling::ScalingArgs),
 }
 
 #[derive(Args)]
@@ -215,6 +219,7 @@ fn main() -> ExitCode {
         Command::Plot(args) => plot(&args.dir),
         Command::View(args) => view(args),
         Command::Render(args) => render(args),
+        Command::Scaling(args) => scaling::scaling(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
