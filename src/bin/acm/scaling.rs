@@ -184,6 +184,9 @@ fn timeline(trace: &TraceFile<'_>) -> Result<Timeline, String> {
         });
         starts.push(zone.ts);
     }
+    if phases.is_empty() {
+        return Err("no whole phase of the event loop in the trace".into());
+    }
     Ok(Timeline {
         phases,
         starts,
@@ -202,7 +205,8 @@ struct PhaseCost {
     serial: f64,
     work: f64,
     two_threads: f64,
-    /// Fork costs of the parallel occurrences (what two threads took beyond `s + w / 2`).
+    /// What the two-thread run took beyond `s + w / 2` in the parallel occurrences (their
+    /// fork costs), and beyond the one-thread time in the serial ones.
     forks: f64,
 }
 
@@ -529,5 +533,24 @@ mod tests {
         );
         assert_eq!(t.threads, 2);
         assert_eq!(t.between(2), 5.0);
+    }
+
+    #[test]
+    fn a_trace_without_a_whole_phase_is_refused() {
+        // Cut at the record limit (3 zones closed, 2 recorded) before the worker's records of
+        // the first phase were handed over.
+        let json = r#"{"traceEvents":[
+            {"name":"event","ph":"X","pid":1,"tid":1,"ts":0.0,"dur":30.0},
+            {"name":"force_task","ph":"X","pid":1,"tid":2,"ts":5.0,"dur":9.0}
+        ],"otherData":{"zone_totals":{"event":{"count":2},"force_task":{"count":1}}}}"#;
+        let trace: TraceFile<'_> = serde_json::from_str(json).unwrap();
+        let e = super::timeline(&trace).unwrap_err();
+        assert!(e.contains("no whole phase"), "{e}");
+        let only_tasks = r#"{"traceEvents":[
+            {"name":"force_task","ph":"X","pid":1,"tid":1,"ts":0.0,"dur":9.0}
+        ]}"#;
+        let trace: TraceFile<'_> = serde_json::from_str(only_tasks).unwrap();
+        let e = super::timeline(&trace).unwrap_err();
+        assert!(e.contains("no zones outside tasks"), "{e}");
     }
 }
