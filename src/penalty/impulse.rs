@@ -950,14 +950,12 @@ mod tests {
         assert_ne!(slide.anchor, out.anchor);
     }
 
-    #[test]
-    fn friction_credit_answers_a_kick_at_once_and_kinetic_friction_is_kept() {
+    /// Layer 1 of a thesis stack (eta 0.1, r 1000), ticked every 1e-3 s, friction 0.5, no
+    /// restitution, its vertices kicked every 1e-2 s (the window friction budgets over).
+    fn layer_one_friction() -> PenaltyParams {
         use crate::penalty::layers::LayerLaw;
-        // A vertex of 0.01 g at rest 0.05 cm above a fixed triangle in z = 0, inside layer 1
-        // (eta 0.1, r 1000: 50 dyn), anchored where it is; its vertices are kicked every
-        // 10 layer ticks, so its friction budgets over 1e-2 s.
         let schedule = LayerSchedule::new(0.1, 1000.0, LayerLaw::Thesis).unwrap();
-        let p = PenaltyParams {
+        PenaltyParams {
             eta: 0.1,
             r: 1000.0,
             h: 1e-3,
@@ -966,7 +964,15 @@ mod tests {
             friction_cap: false,
             stack: Some((schedule, 1)),
             kick: 1e-2,
-        };
+        }
+    }
+
+    #[test]
+    fn friction_credit_answers_a_kick_at_once_and_kinetic_friction_is_kept() {
+        // A vertex of 0.01 g at rest 0.05 cm above a fixed triangle in z = 0, inside layer 1
+        // (eta 0.1, r 1000: 50 dyn), anchored where it is; its vertices are kicked every
+        // 10 layer ticks, so its friction budgets over 1e-2 s.
+        let p = layer_one_friction();
         let x = [DVec3::new(0.2, 0.2, 0.05), DVec3::ZERO, DVec3::X, DVec3::Y];
         let m = [100.0, 0.0, 0.0, 0.0];
         let cone = 0.5 * 1e-3 * 1000.0 * 0.05;
@@ -1012,22 +1018,11 @@ mod tests {
 
     #[test]
     fn an_anchor_slips_by_what_two_windows_of_friction_cannot_return() {
-        use crate::penalty::layers::LayerLaw;
         // A vertex of 0.01 g at rest 0.05 cm above a large fixed triangle in z = 0, inside
         // layer 1 (its friction over the 1e-2 s window: hold = 0.25), no credit left, anchored
         // `d` cm uphill along x. Returning over the window asks `d / (T K)` = `d`: beyond
         // 2 hold = 0.5 the anchor slips by the fraction `1 - 0.5 / d`; within it, it is kept.
-        let schedule = LayerSchedule::new(0.1, 1000.0, LayerLaw::Thesis).unwrap();
-        let p = PenaltyParams {
-            eta: 0.1,
-            r: 1000.0,
-            h: 1e-3,
-            cor: 0.0,
-            mu: 0.5,
-            friction_cap: false,
-            stack: Some((schedule, 1)),
-            kick: 1e-2,
-        };
+        let p = layer_one_friction();
         let triangle = [DVec3::ZERO, 10.0 * DVec3::X, 10.0 * DVec3::Y];
         let at = |p: DVec3| [p, triangle[0], triangle[1], triangle[2]];
         let x = at(DVec3::new(3.0, 3.0, 0.05));
