@@ -490,3 +490,54 @@ fn a_scripted_press_that_crushes_a_body_stops_the_run_with_exit_2_and_no_bad_fra
     assert_eq!(report["frames"], 1);
     assert_eq!(report["intersecting_pairs"], 0);
 }
+
+#[test]
+fn a_chain_hanging_at_rest_takes_at_most_one_position_qp_a_step() {
+    let stick = |name: &str, y: f64| {
+        body(
+            name,
+            BodyShape::Box {
+                size: DVec3::new(2.0, 10.0, 2.0),
+            },
+            DVec3::new(0.0, y, 0.0),
+            BodyMotion::Dynamic,
+        )
+    };
+    let anchor = body(
+        "anchor",
+        BodyShape::Box {
+            size: DVec3::splat(2.0),
+        },
+        DVec3::new(0.0, 31.0, 0.0),
+        BodyMotion::Fixed,
+    );
+    // Straight down from the anchor, 1 cm gaps at the joints: the equilibrium.
+    let bodies = vec![anchor, stick("upper", 24.0), stick("lower", 13.0)];
+    let mut scene = oba_scene(bodies, DVec3::new(0.0, -981.0, 0.0), ObaSettings::default());
+    scene.rigid.joints = vec![
+        JointSpec {
+            bodies: [0, 1],
+            point: DVec3::new(0.0, 29.5, 0.0),
+        },
+        JointSpec {
+            bodies: [1, 2],
+            point: DVec3::new(0.0, 18.5, 0.0),
+        },
+    ];
+    let mut sim = ObaSimulation::new(&scene).expect("valid");
+    let steps = 10;
+    sim.run_until(steps as f64 / 30.0, &mut NoFrames)
+        .expect("runs");
+    let totals = &sim.stats().totals;
+    // A QP that moves nothing by a tenth of the gap ends the update: the chain's targets are
+    // its poses, so a step needs one QP (measured: 10 in 10 steps; 200 when every step ran to
+    // the iteration limit undoing steps of nothing).
+    assert!(
+        totals.position_qps <= steps,
+        "{} position QPs in {steps} steps",
+        totals.position_qps
+    );
+    for (b, y) in sim.bodies()[1..].iter().zip([24.0, 13.0]) {
+        assert!((b.pose.position.y - y).abs() < 1e-3, "{}", b.pose.position);
+    }
+}

@@ -36,8 +36,12 @@
 //! multiplier of the QP) falls by at least a tenth of what the QP predicted. A step that falls
 //! short is undone and `tau` quartered, unless it ran into vertices or pairs the QP did not
 //! know (Table 6.1's reckless update: they are added and the QP is solved again); a step that
-//! does better than predicted doubles `tau` up to 1. A group is done when a step leaves it
-//! clean (every pair at least `gap / 10` apart) and moved no body by more than `gap`.
+//! does better than predicted doubles `tau` up to 1. A group has converged when its QP
+//! predicts a fall of at most [`CONVERGED`] of the objective, or moves no point of its bodies
+//! by more than `gap / 10` (nothing is left at the resolution of the gap: a chain hanging at
+//! rest, or a trust region shrunk to nothing). It is done when it is clean (every pair at
+//! least `gap / 10` apart) and has converged, or has kept a step that learnt nothing and moved
+//! no body by more than the contact distance.
 //!
 //! **Ending clean.** A group that reaches `oba.max_iterations` overlapping takes up to
 //! [`REPAIRS`] more QPs that stay as near as possible to where it is (its targets set to its
@@ -666,7 +670,8 @@ impl<'a> Update<'a> {
         let tau = group.iter().map(|&i| self.trust[i]).fold(1.0, f64::min);
         // Nothing left to gain: the group stays where it is, converged if clean.
         let objective_now = self.objective(group, &self.cur, self.targets);
-        let converged = predicted <= CONVERGED * objective_now;
+        let converged =
+            predicted <= CONVERGED * objective_now || proposal.largest_move <= 0.1 * s.gap;
         let keep = !converged && actual >= 0.1 * predicted;
         let separations = if keep {
             let grown = if actual > 0.75 * predicted {
