@@ -112,6 +112,17 @@ pub(crate) struct Stuck {
     pub depth: f64,
 }
 
+/// Why a position update returned no poses.
+#[derive(Clone, Debug, thiserror::Error)]
+pub(crate) enum Unfinished {
+    /// No overlap-free poses were found.
+    #[error(transparent)]
+    Stuck(#[from] Stuck),
+    /// The run's stop flag was set between two QPs.
+    #[error("interrupted")]
+    Interrupted,
+}
+
 /// A separating plane `n.x = d`, unit `n` pointing from the pair's first part to its second.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Plane {
@@ -167,7 +178,7 @@ impl Plane {
 /// What a position update hands the next one (warm start): the close pairs' planes, critical
 /// vertices and multipliers, and the joints' multipliers. A remembered plane is taken again
 /// when no vertex is more than the contact distance on its wrong side at the new start.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Memory {
     pairs: HashMap<(usize, usize), Pair>,
     joint_duals: Vec<DVec3>,
@@ -175,7 +186,7 @@ pub(crate) struct Memory {
 
 /// A close pair in the update: its parts and bodies, its carried plane, its critical
 /// vertices, and its signed distance at the current poses.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 struct Pair {
     parts: (usize, usize),
     bodies: (usize, usize),
@@ -240,17 +251,20 @@ struct Update<'a> {
 
 /// Runs the position update: `bodies[i].pose` is the start, `targets[i]` the target;
 /// immovable bodies (`movable[i] == false`) are at their targets already. On success the
-/// bodies' poses are the new ones.
+/// bodies' poses are the new ones; otherwise they and `memory` are as they were. `stop` is
+/// asked before every QP: once it says so, the update ends with [`Unfinished::Interrupted`]
+/// (a crowded step can take minutes).
 pub(crate) fn update(
     world: &World,
     bodies: &mut [Body],
     targets: &[Pose],
     movable: &[bool],
     memory: &mut Memory,
-) -> Result<PositionOutcome, Stuck> {
+    stop: &dyn Fn() -> bool,
+) -> Result<PositionOutcome, Unfinished> {
     let mut u = Update::new(world, bodies, targets, movable, memory);
-    u.iterate();
-    u.repair();
+    u.iterate(stop)?;
+    u.repair(stop)?;
     let near = u.verify()?;
     let outcome = u.finish(near);
     *memory = u.remember();
@@ -267,7 +281,7 @@ impl<'a> Update<'a> {
         bodies: &'a [Body],
         targets: &'a [Pose],
         movable: &'a [bool],
-        memory: &mut Memory,
+        memory: &Memory,
     ) -> Self {
         let n = bodies.len();
         let cur: Vec<Pose> = (0..n)
@@ -308,13 +322,13 @@ impl<'a> Update<'a> {
             pairs: Vec::new(),
             index: HashMap::new(),
             joint_duals: if memory.joint_duals.len() == world.joints.len() {
-                std::mem::take(&mut memory.joint_duals)
+                memory.joint_duals.clone()
             } else {
                 vec![DVec3::ZERO; world.joints.len()]
             },
             outcome: PositionOutcome::default(),
         };
-        u.start_pairs(&mut memory.pairs);
+        u.start_pairs(&memory.pairs);
         u
     }
 
@@ -327,7 +341,7 @@ impl<'a> Update<'a> {
     /// along by the other part (it may have passed through), is deep. Bodies joined by swept pairs and joints with no deep pair among them start at
     /// their targets (the thesis: without overlap at the targets nothing is left to resolve),
     /// the others at the step's start.
-    fn start_pairs(&mut self, remembered: &mut HashMap<(usize, usize), Pair>) {
+    fn start_pairs(&mut self, remembered: &HashMap<(usize, usize), Pair>) {
         let (world, movable) = (self.world, self.movable);
         let s = &world.settings;
         let n = self.bodies.len();
@@ -392,8 +406,9 @@ impl<'a> Update<'a> {
         self.pose_current();
         let slack = s.contact_distance;
         for (p, q) in close {
-            match remembered.remove(&(p, q)) {
-                Some(mut pair) if pair.plane.holds(&self.parts[p], &self.parts[q], slack) => {
+            match remembered.get(&(p, q)) {
+                Some(pair) if pair.plane.holds(&self.parts[p], &self.parts[q], slack) => {
+                    let mut pair = pair.clone();
                     pair.separation = separation(&self.parts[p], &self.parts[q]);
                     self.index.insert((p, q), self.pairs.len());
                     self.pairs.push(pair);
@@ -555,12 +570,15 @@ impl<'a> Update<'a> {
     }
 
     /// The iterations: every group not done solves its QP, the steps are tried, and each group
-    /// keeps or undoes its own by the merit.
-    fn iterate(&mut self) {
+    /// keeps or undoes its own by the merit. Interrupted when `stop` says so.
+    fn iterate(&mut self, stop: &dyn Fn() -> bool) -> Result<(), Unfinished> {
         let s = &self.world.settings;
         let n = self.bodies.len();
         self.find_critical();
         for iteration in 0..s.max_iterations {
+            if stop() {
+                return Err(Unfinished::Interrupted);
+            }
             let groups: Vec<Vec<usize>> = self
                 .groups()
                 .into_iter()
@@ -589,6 +607,7 @@ impl<'a> Update<'a> {
             }
             self.find_critical();
         }
+        Ok(())
     }
 
     /// Every group's proposal, and the trial poses: the proposals' poses, and for a group
@@ -870,8 +889,9 @@ impl<'a> Update<'a> {
     }
 
     /// Groups that end their iterations overlapping take up to [`REPAIRS`] QPs toward their
-    /// own poses; those still overlapping go back to their last clean poses.
-    fn repair(&mut self) {
+    /// own poses; those still overlapping go back to their last clean poses. Interrupted when
+    /// `stop` says so.
+    fn repair(&mut self, stop: &dyn Fn() -> bool) -> Result<(), Unfinished> {
         let gap = self.world.settings.gap;
         for round in 0..=REPAIRS {
             let overlapping: Vec<Vec<usize>> = self
@@ -885,7 +905,7 @@ impl<'a> Update<'a> {
                 })
                 .collect();
             if overlapping.is_empty() {
-                return;
+                return Ok(());
             }
             if round == REPAIRS {
                 self.outcome.fallback = true;
@@ -893,7 +913,10 @@ impl<'a> Update<'a> {
                     self.cur[i] = self.clean[i];
                 }
                 self.pose_current();
-                return;
+                return Ok(());
+            }
+            if stop() {
+                return Err(Unfinished::Interrupted);
             }
             let here = self.cur.clone();
             for group in &overlapping {
@@ -914,6 +937,7 @@ impl<'a> Update<'a> {
             }
             self.find_critical();
         }
+        Ok(())
     }
 
     /// Verifies the poses: every pair of parts whose boxes touch, one of them movable, at

@@ -15,7 +15,7 @@ use glam::DVec3;
 
 use super::body::Body;
 use super::geometry::{separation, WorldPart};
-use super::position::Memory;
+use super::position::{Memory, Unfinished};
 use super::stats::ObaStats;
 use super::world::{Joint, World};
 use super::{shells, step};
@@ -42,7 +42,8 @@ pub struct ObaSimulation {
     energies: Vec<Conservation>,
     /// The last position update's pairs and multipliers, the next one's warm start.
     memory: Memory,
-    /// Set from outside to stop the run between two steps.
+    /// Set from outside to stop the run between two steps, or between two QPs of a step's
+    /// position update (the step is then undone).
     stop: Option<&'static AtomicBool>,
     stats: ObaStats,
 }
@@ -300,28 +301,39 @@ impl FixedStepper for ObaSimulation {
     }
 
     fn take_step(&mut self, t: f64, t_next: f64) -> Result<(), RunError> {
-        let (gravity, world) = (self.gravity, &self.world);
-        let (record, stages) = step::take(
+        let (gravity, world, flag) = (self.gravity, &self.world, self.stop);
+        let stop = || steps::requested(flag);
+        let taken = step::take(
             world,
             &mut self.bodies,
             &mut self.memory,
             gravity,
             (t, t_next),
-        )
-        .map_err(|stuck| RunError::Unresolved {
-            method: "optimization-based",
-            time: t,
-            step: "the step".into(),
-            collisions: 1,
-            first: format!("bodies {:?} and {:?}", stuck.a, stuck.b),
-            reason: format!(
-                "they overlap by {:.3e} cm at every configuration the position update reached, \
-                 the start of the step included",
-                stuck.depth
-            ),
-            advice: "Prescribed motion (a scripted body) pushes one into the other: change the \
-                     scripts so that the bodies it pushes have room to move",
-        })?;
+            &stop,
+        );
+        let (record, stages) = match taken {
+            Ok(taken) => taken,
+            Err(Unfinished::Interrupted) => {
+                self.stats.run.interrupted = true;
+                return Err(RunError::Interrupted { time: t });
+            }
+            Err(Unfinished::Stuck(stuck)) => {
+                return Err(RunError::Unresolved {
+                    method: "optimization-based",
+                    time: t,
+                    step: "the step".into(),
+                    collisions: 1,
+                    first: format!("bodies {:?} and {:?}", stuck.a, stuck.b),
+                    reason: format!(
+                        "they overlap by {:.3e} cm at every configuration the position update \
+                         reached, the start of the step included",
+                        stuck.depth
+                    ),
+                    advice: "Prescribed motion (a scripted body) pushes one into the other: \
+                             change the scripts so that the bodies it pushes have room to move",
+                })
+            }
+        };
         self.stats.record(&record, stages);
         self.pose_model();
         self.steps_taken += 1;
@@ -360,4 +372,115 @@ fn compound_parts_apart(bodies: &[Body], specs: &[BodySpec]) -> Result<(), Scene
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use glam::DQuat;
+
+    use super::*;
+    use crate::rigid::body::Pose;
+    use crate::scene::rigid::{Blast, ObaSettings, RigidScene, ShellMaterial};
+
+    /// The stop flag of the interrupted run (no other test sets it).
+    static STOP: AtomicBool = AtomicBool::new(false);
+
+    /// Four cubes dropped on a floor in a column, pushed sideways by a blast in the seventh
+    /// step: every step's position update solves QPs and remembers planes.
+    fn column() -> Scene {
+        let body = |name: &str, size: f64, y: f64, motion: BodyMotion| BodySpec {
+            name: name.into(),
+            shape: BodyShape::Box {
+                size: DVec3::new(
+                    if motion == BodyMotion::Fixed {
+                        40.0
+                    } else {
+                        size
+                    },
+                    size,
+                    size,
+                ),
+            },
+            density: 1.0,
+            position: DVec3::new(0.0, y, 0.0),
+            orientation: DQuat::from_rotation_y(0.1 * y),
+            velocity: DVec3::new(0.0, -50.0, 0.0),
+            angular_velocity: DVec3::ZERO,
+            motion,
+            shell: ShellMaterial::default(),
+        };
+        let mut bodies = vec![body("floor", 2.0, -1.0, BodyMotion::Fixed)];
+        bodies.extend((0..4).map(|k| {
+            body(
+                &format!("cube{k}"),
+                2.0,
+                1.0005 + 2.0005 * k as f64,
+                BodyMotion::Dynamic,
+            )
+        }));
+        let mut scene = Scene {
+            name: "column".into(),
+            duration: 1.0,
+            frame_interval: 1.0 / 30.0,
+            gravity: DVec3::new(0.0, -981.0, 0.0),
+            ..Scene::default()
+        };
+        scene.integrator.method = Method::Oba;
+        scene.rigid = RigidScene {
+            bodies,
+            joints: Vec::new(),
+            oba: ObaSettings {
+                blasts: vec![Blast {
+                    time: 6.5 / 30.0,
+                    center: DVec3::new(-3.0, 2.0, 0.0),
+                    radius: 10.0,
+                    speed: 80.0,
+                }],
+                ..ObaSettings::default()
+            },
+        };
+        scene
+    }
+
+    fn motion(sim: &ObaSimulation) -> Vec<(Pose, DVec3, DVec3)> {
+        sim.bodies
+            .iter()
+            .map(|b| (b.pose, b.velocity, b.angular_velocity))
+            .collect()
+    }
+
+    #[test]
+    fn a_step_interrupted_in_its_position_update_leaves_the_bodies_as_they_were() {
+        let scene = column();
+        let mut interrupted = ObaSimulation::new(&scene).expect("valid");
+        let mut whole = ObaSimulation::new(&scene).expect("valid");
+        interrupted.stop_when(&STOP);
+        let h = interrupted.step();
+        for k in 0..8 {
+            let (t, t_next) = (k as f64 * h, (k + 1) as f64 * h);
+            let before = motion(&interrupted);
+            let memory = interrupted.memory.clone();
+            STOP.store(true, Ordering::Relaxed);
+            let result = interrupted.take_step(t, t_next);
+            STOP.store(false, Ordering::Relaxed);
+            assert!(
+                matches!(result, Err(RunError::Interrupted { .. })),
+                "{result:?}"
+            );
+            assert!(interrupted.stats.run.interrupted);
+            // The blast of step 7 was undone with the rest, and the planes remembered from
+            // the last step were kept.
+            assert_eq!(motion(&interrupted), before, "step {k}");
+            assert!(interrupted.memory == memory, "step {k}");
+            // Taken again, the step is the uninterrupted run's, bit for bit.
+            interrupted.take_step(t, t_next).expect("runs");
+            whole.take_step(t, t_next).expect("runs");
+            assert_eq!(motion(&interrupted), motion(&whole), "step {k}");
+        }
+        assert!(whole.stats.totals.position_qps > 0);
+        assert!(whole.memory != Memory::default(), "planes were remembered");
+        assert!(whole.bodies[1].velocity.x.abs() > 1.0, "the blast pushed");
+    }
 }

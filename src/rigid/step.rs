@@ -17,7 +17,7 @@ use glam::DVec3;
 use super::body::{Body, Pose};
 use super::geometry::{contact_points, tangent_frame};
 use super::impulses::{self, Contact};
-use super::position::{self, Memory, PositionOutcome, Stuck};
+use super::position::{self, Memory, PositionOutcome, Unfinished};
 use super::stats::StepRecord;
 use super::world::World;
 use crate::scene::rigid::BodyMotion;
@@ -28,22 +28,30 @@ use crate::scene::rigid::BodyMotion;
 ///
 /// # Errors
 ///
-/// [`Stuck`] when no overlap-free poses exist (prescribed motion pushes bodies together); the
-/// bodies are then left at the step's start.
+/// [`Unfinished::Stuck`] when no overlap-free poses exist (prescribed motion pushes bodies
+/// together), [`Unfinished::Interrupted`] when `stop` said so during the position update; the
+/// bodies and `memory` are then as they were at the step's start.
 pub(super) fn take(
     world: &World,
     bodies: &mut [Body],
     memory: &mut Memory,
     gravity: DVec3,
     (t, t_next): (f64, f64),
-) -> Result<(StepRecord, [f64; 3]), Stuck> {
+    stop: &dyn Fn() -> bool,
+) -> Result<(StepRecord, [f64; 3]), Unfinished> {
     let started = Instant::now();
     let h = t_next - t;
     let s = &world.settings;
+    let before: Vec<Motion> = bodies.iter().map(Motion::of).collect();
     blast(world, bodies, t, t_next);
     let movable: Vec<bool> = bodies.iter().map(|b| b.is_dynamic() && !b.frozen).collect();
     let targets = targets(bodies, &movable, t, t_next);
-    let outcome = position::update(world, bodies, &targets, &movable, memory)?;
+    let outcome =
+        position::update(world, bodies, &targets, &movable, memory, stop).inspect_err(|_| {
+            for (b, m) in bodies.iter_mut().zip(&before) {
+                m.restore(b);
+            }
+        })?;
     let position_done = Instant::now();
     let mut record = StepRecord {
         time: t_next,
@@ -115,6 +123,33 @@ pub(super) fn take(
         done.duration_since(momentum_done).as_secs_f64(),
     ];
     Ok((record, stages))
+}
+
+/// What a step changes of a body before its position update (blasts, scripted velocities,
+/// revivals), kept to leave the body as it was when the update ends without poses.
+struct Motion {
+    velocity: DVec3,
+    angular_velocity: DVec3,
+    frozen: bool,
+    rest_steps: u32,
+}
+
+impl Motion {
+    fn of(b: &Body) -> Self {
+        Self {
+            velocity: b.velocity,
+            angular_velocity: b.angular_velocity,
+            frozen: b.frozen,
+            rest_steps: b.rest_steps,
+        }
+    }
+
+    fn restore(&self, b: &mut Body) {
+        b.velocity = self.velocity;
+        b.angular_velocity = self.angular_velocity;
+        b.frozen = self.frozen;
+        b.rest_steps = self.rest_steps;
+    }
 }
 
 /// Gives the dynamic bodies within reach of each blast due in `[t, t_next)` its radial
