@@ -335,7 +335,10 @@ impl<'a> Update<'a> {
     /// Finds the close pairs and where each group starts. The boxes swept from the start to
     /// the targets give the pairs that could meet; a pair whose signed distances at the start
     /// and at the targets exceed how far its parts move relative to each other (`m`) by
-    /// `gap / 5` stays `gap / 10` apart all the way and is left out. The others are close;
+    /// `gap / 5` stays `gap / 10` apart all the way and is left out, unless a joint links its
+    /// bodies (a joint moves each by the other, which their free-flight targets do not show:
+    /// a chain's neighbours would otherwise be found only when a step ran into them, and
+    /// the step undone). The others are close;
     /// one overlapping at the targets by more than the contact distance, or with a part ending
     /// more than half the thinner part's width beyond the start's separating plane carried
     /// along by the other part (it may have passed through), is deep. Bodies joined by swept pairs and joints with no deep pair among them start at
@@ -372,7 +375,7 @@ impl<'a> Update<'a> {
             let before = separation(&self.parts[p], &self.parts[q]);
             let after = separation(&target_parts[p], &target_parts[q]).distance;
             let relative = self.reach(a, b) - s.contact_distance;
-            if 0.5 * (before.distance + after - relative) >= 0.1 * s.gap {
+            if !world.jointed(a, b) && 0.5 * (before.distance + after - relative) >= 0.1 * s.gap {
                 continue;
             }
             close.push((p, q));
@@ -1432,5 +1435,63 @@ impl UnionFind {
             let (lo, hi) = (ra.min(rb), ra.max(rb));
             self.parent[hi] = lo;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::f64::consts::FRAC_PI_4;
+
+    use glam::DQuat;
+
+    use super::*;
+    use crate::rigid::world::Joint;
+    use crate::scene::rigid::{BodyMotion, BodyShape, BodySpec, ObaSettings, ShellMaterial};
+
+    fn stick(position: DVec3, angle: f64, motion: BodyMotion) -> Body {
+        Body::new(&BodySpec {
+            name: format!("stick at {position}"),
+            shape: BodyShape::Box {
+                size: DVec3::new(10.0, 2.0, 2.0),
+            },
+            density: 1.0,
+            position,
+            orientation: DQuat::from_rotation_z(angle),
+            velocity: DVec3::ZERO,
+            angular_velocity: DVec3::ZERO,
+            motion,
+            shell: ShellMaterial::default(),
+        })
+    }
+
+    /// A stick along x from -5 to 5 and one turned 45 degrees whose end faces the first's
+    /// corner (5, 1) from 0.5 cm away (their boxes overlap), at rest: their pair is left out
+    /// unless a joint links them.
+    fn close_pairs(joints: Vec<Joint>) -> usize {
+        let bodies = vec![
+            stick(DVec3::ZERO, 0.0, BodyMotion::Fixed),
+            stick(DVec3::new(8.89, 4.89, 0.0), FRAC_PI_4, BodyMotion::Dynamic),
+        ];
+        let world = World {
+            parts: vec![(0, 0), (1, 0)],
+            joints,
+            settings: ObaSettings::default(),
+        };
+        let poses: Vec<Pose> = bodies.iter().map(|b| b.pose).collect();
+        let parts = world.pose_parts(&bodies, &poses);
+        let distance = separation(&parts[0], &parts[1]).distance;
+        assert!((distance - 0.5).abs() < 0.01, "{distance}");
+        let u = Update::new(&world, &bodies, &poses, &[false, true], &Memory::default());
+        u.pairs.len()
+    }
+
+    #[test]
+    fn jointed_bodies_are_a_close_pair_whatever_their_targets() {
+        assert_eq!(close_pairs(Vec::new()), 0);
+        let joint = Joint {
+            bodies: [0, 1],
+            anchors: [DVec3::new(5.5, 1.5, 0.0), DVec3::new(-5.5, 0.0, 0.0)],
+        };
+        assert_eq!(close_pairs(vec![joint]), 1);
     }
 }

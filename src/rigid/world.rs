@@ -37,6 +37,13 @@ impl World {
             .collect()
     }
 
+    /// Whether a joint links bodies `a` and `b`.
+    pub(crate) fn jointed(&self, a: usize, b: usize) -> bool {
+        self.joints
+            .iter()
+            .any(|j| j.bodies == [a, b] || j.bodies == [b, a])
+    }
+
     /// Pairs of parts of different bodies, one of them movable, whose `boxes` overlap.
     pub(crate) fn candidates(
         &self,
