@@ -375,7 +375,7 @@ impl<'a> Update<'a> {
             let before = separation(&self.parts[p], &self.parts[q]);
             let after = separation(&target_parts[p], &target_parts[q]).distance;
             let relative = self.reach(a, b) - s.contact_distance;
-            if !world.jointed(a, b) && 0.5 * (before.distance + after - relative) >= 0.1 * s.gap {
+            if 0.5 * (before.distance + after - relative) >= 0.1 * s.gap && !world.jointed(a, b) {
                 continue;
             }
             close.push((p, q));

@@ -390,19 +390,9 @@ mod tests {
     /// Four cubes dropped on a floor in a column, pushed sideways by a blast in the seventh
     /// step: every step's position update solves QPs and remembers planes.
     fn column() -> Scene {
-        let body = |name: &str, size: f64, y: f64, motion: BodyMotion| BodySpec {
+        let body = |name: &str, size: DVec3, y: f64, motion: BodyMotion| BodySpec {
             name: name.into(),
-            shape: BodyShape::Box {
-                size: DVec3::new(
-                    if motion == BodyMotion::Fixed {
-                        40.0
-                    } else {
-                        size
-                    },
-                    size,
-                    size,
-                ),
-            },
+            shape: BodyShape::Box { size },
             density: 1.0,
             position: DVec3::new(0.0, y, 0.0),
             orientation: DQuat::from_rotation_y(0.1 * y),
@@ -411,12 +401,14 @@ mod tests {
             motion,
             shell: ShellMaterial::default(),
         };
-        let mut bodies = vec![body("floor", 2.0, -1.0, BodyMotion::Fixed)];
+        let floor = DVec3::new(40.0, 2.0, 2.0);
+        let mut bodies = vec![body("floor", floor, -1.0, BodyMotion::Fixed)];
         bodies.extend((0..4).map(|k| {
+            let y = 1.0005 + 2.0005 * k as f64;
             body(
                 &format!("cube{k}"),
-                2.0,
-                1.0005 + 2.0005 * k as f64,
+                DVec3::splat(2.0),
+                y,
                 BodyMotion::Dynamic,
             )
         }));
