@@ -541,3 +541,90 @@ fn a_chain_hanging_at_rest_takes_at_most_one_position_qp_a_step() {
         assert!((b.pose.position.y - y).abs() < 1e-3, "{}", b.pose.position);
     }
 }
+
+/// A 2 cm cube 12 cm above a fixed floor 2 cm thick, falling at 300 cm/s without gravity,
+/// restitution 0.5, collisions in one QP: its first step ends 2 cm above the floor, and the
+/// next would take it through the floor.
+fn falling_cube(bounce_at_distance: bool) -> ObaSimulation {
+    let mut c = cube("c", 2.0, DVec3::new(0.0, 13.0, 0.0));
+    c.velocity = DVec3::new(0.0, -300.0, 0.0);
+    let oba = ObaSettings {
+        restitution: 0.5,
+        friction: 0.0,
+        sequential_collisions: Some(0),
+        bounce_at_distance,
+        ..ObaSettings::default()
+    };
+    ObaSimulation::new(&oba_scene(vec![floor(), c], DVec3::ZERO, oba)).expect("valid")
+}
+
+#[test]
+fn bouncing_at_a_distance_turns_a_fast_cube_back_before_it_reaches_the_floor() {
+    let mut sim = falling_cube(true);
+    sim.run_until(1.0 / 30.0, &mut NoFrames).expect("runs");
+    let c = &sim.bodies()[1];
+    // Frictionless, no spin: the least kinetic energy that separates at the restitution's
+    // speed is the straight rebound, 0.5 x 300 cm/s (measured relative error 2e-9).
+    assert!(
+        (c.velocity - DVec3::new(0.0, 150.0, 0.0)).length() < 1e-4 * 150.0,
+        "{:?}",
+        c.velocity
+    );
+    assert!(sim.stats().totals.virtual_contacts > 0);
+    sim.run_until(0.5, &mut NoFrames).expect("runs");
+    let totals = &sim.stats().totals;
+    assert_eq!(totals.close_pairs, 0, "the cube never came close");
+    assert_eq!(totals.position_qps, 0);
+    // Without it the cube lands in the second step: a close pair and position QPs.
+    let mut plain = falling_cube(false);
+    plain.run_until(0.5, &mut NoFrames).expect("runs");
+    assert!(plain.stats().totals.close_pairs > 0);
+    assert!(plain.stats().totals.position_qps > 0);
+    assert_eq!(plain.stats().totals.virtual_contacts, 0);
+}
+
+#[test]
+fn a_cube_just_above_the_floor_still_lands_with_bounce_at_a_distance() {
+    // Falling at 30 cm/s (1 cm a step), its first step ends 0.3 cm above the floor: there it
+    // bounces at a distance (restitution 0.3). Virtual contacts take no part in static
+    // contact, so gravity brings it down again, and it lands and rests instead of hovering
+    // where it bounced.
+    let mut c = cube("c", 2.0, DVec3::new(0.0, 2.3, 0.0));
+    c.velocity = DVec3::new(0.0, -30.0, 0.0);
+    let oba = ObaSettings {
+        bounce_at_distance: true,
+        ..ObaSettings::default()
+    };
+    let scene = oba_scene(vec![floor(), c], DVec3::new(0.0, -981.0, 0.0), oba);
+    let mut sim = ObaSimulation::new(&scene).expect("valid");
+    let mut audit = Audited(acm::check::AuditReport::new());
+    sim.run_until(1.0, &mut audit).expect("runs");
+    assert_eq!(audit.0.intersecting_pairs, 0);
+    assert!(sim.stats().totals.virtual_contacts > 0);
+    let c = &sim.bodies()[1];
+    let height = c.pose.position.y - 1.0;
+    assert!(
+        height > 0.0 && height < ObaSettings::default().contact_distance,
+        "the cube rests {height} cm above the floor"
+    );
+    // At rest: measured 1.4e-5 cm/s (gravity alone adds 32.7 cm/s a step).
+    assert!(c.velocity.length() < 1e-3, "{:?}", c.velocity);
+}
+
+/// `oba_cubejam` with bounce at a distance through its landing (frame 12): overlap-free
+/// frames, virtual contacts made, every close pair apart.
+#[test]
+fn the_cubejam_lands_overlap_free_with_bounce_at_a_distance() {
+    let path = common::profiles_dir().join("oba_cubejam.toml");
+    let overrides = ["oba.bounce_at_distance=true".to_string()];
+    let scene = acm::scene::profile::load(&path, &overrides).expect("the profile loads");
+    let mut stepper = acm::driver(scene).expect("the scene builds");
+    let mut audit = Audited(acm::check::AuditReport::new());
+    stepper
+        .run_until(12.0 * stepper.model().frame_interval(), &mut audit)
+        .expect("runs");
+    assert_eq!(audit.0.intersecting_pairs, 0);
+    let stats = stepper.stats_json();
+    assert!(stats["totals"]["virtual_contacts"].as_u64().unwrap() > 0);
+    assert!(stats["min_separation"].as_f64().unwrap() > 0.0);
+}

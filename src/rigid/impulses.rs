@@ -39,12 +39,22 @@ pub(crate) struct Contact {
     pub normal: DVec3,
     /// Tangent frame.
     pub tangents: (DVec3, DVec3),
+    /// The normal speed (cm/s) at which the pair closes its distance down to the gap within
+    /// the step: 0 for a touching contact, positive for a virtual contact of bounce at a
+    /// distance (§6.7.1), which collides only when it approaches faster.
+    pub closing: f64,
 }
 
 impl Contact {
     /// Relative normal velocity `n . (v_b(q) - v_a(q))` (eq. 6.24).
     pub(crate) fn normal_velocity(&self, bodies: &[Body]) -> f64 {
         self.relative_velocity(bodies).dot(self.normal)
+    }
+
+    /// Whether the contact collides: it approaches faster than `tolerance` above its
+    /// [`Contact::closing`] speed.
+    pub(crate) fn colliding(&self, bodies: &[Body], tolerance: f64) -> bool {
+        self.normal_velocity(bodies) < -(self.closing + tolerance)
     }
 
     /// Relative velocity of the second body's point over the first's.
@@ -72,7 +82,7 @@ pub(crate) struct ImpulseOutcome {
 /// whether body `i`'s velocity may change; the others' velocities are constants. `restitution`
 /// is 0 for the static-contact update.
 ///
-/// A group without joints none of whose contacts approaches faster than `approach` (cm/s) is
+/// A group without joints none of whose contacts collides by more than `approach` (cm/s) is
 /// left as it is when friction is staggered or absent: there every contact's gradient of the
 /// kinetic energy in its normal impulse, the contact's normal velocity, is not negative, so
 /// the frictionless QP's minimum is no impulse, and so is the friction bounded by it.
@@ -130,7 +140,7 @@ pub(crate) fn solve(
         let resting = joints.is_empty()
             && group_contacts
                 .iter()
-                .all(|&k| contacts[k].normal_velocity(bodies) >= -approach);
+                .all(|&k| !contacts[k].colliding(bodies, approach));
         if skippable && resting {
             continue;
         }
@@ -516,15 +526,16 @@ impl<'s, 'a> VelocityQp<'s, 'a> {
     }
 
     /// Per contact: the normal velocity after the impulses at least the restitution's
-    /// rebound, and the friction constraint (`bounds` per contact for bounded friction).
+    /// rebound when it collides, else at least minus its closing speed; and the friction
+    /// constraint (`bounds` per contact for bounded friction).
     fn add_contact_constraints(&self, qp: &mut Qp, restitution: f64, bounds: &[f64]) {
         for (ci, c) in self.group.contacts.iter().enumerate() {
             let (a, b) = c.bodies;
             let before = c.normal_velocity(self.bodies);
-            let wanted = if before < 0.0 {
+            let wanted = if c.colliding(self.bodies, 0.0) {
                 -restitution * before
             } else {
-                0.0
+                -c.closing
             };
             let mut terms = Vec::new();
             let constant = self.point_velocity(b, c.point, c.normal, 1.0, &mut terms)
@@ -657,8 +668,8 @@ pub(crate) fn sequential(
             .iter()
             .enumerate()
             .filter(|(_, c)| dynamic[c.bodies.0] || dynamic[c.bodies.1])
+            .filter(|(_, c)| c.colliding(bodies, tolerance))
             .map(|(k, c)| (k, c.normal_velocity(bodies)))
-            .filter(|&(_, v)| v < -tolerance)
             .min_by(|x, y| x.1.total_cmp(&y.1).then(x.0.cmp(&y.0)));
         let Some((k, vn)) = worst else { break };
         let c = &contacts[k];
@@ -758,6 +769,7 @@ mod tests {
                 point,
                 normal: s.normal,
                 tangents: tangent_frame(s.normal),
+                closing: 0.0,
             })
             .collect();
         assert!(!contacts.is_empty());

@@ -17,6 +17,8 @@ pub struct StepRecord {
     pub collisions: u32,
     /// Contact points.
     pub contacts: u32,
+    /// Virtual contact points of bounce at a distance (§6.7.1), besides `contacts`.
+    pub virtual_contacts: u32,
     /// QPs solved (position, momentum and static contact).
     pub qps: u32,
     /// QPs of the position update.
@@ -115,6 +117,7 @@ impl ObaStats {
         t.close_pairs += r.close_pairs;
         t.collisions += r.collisions;
         t.contacts += r.contacts;
+        t.virtual_contacts += r.virtual_contacts;
         t.qps += r.qps;
         t.position_qps += r.position_qps;
         t.rollbacks += r.rollbacks;

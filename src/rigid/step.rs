@@ -4,23 +4,34 @@
 //!    rotation `w h`); scripted bodies at their scripted pose.
 //! 3. **Position update** ([`position`]): the bodies as close to their targets as they can go
 //!    without overlap.
-//! 4. **Contacts** ([`contact_points`]) of the pairs within `oba.contact_distance`.
+//! 4. **Contacts** ([`contact_points`]) of the pairs within `oba.contact_distance`, and with
+//!    `oba.bounce_at_distance` (§6.7.1) virtual contacts of the pairs apart whose velocities
+//!    would bring them nearer than the gap within the next step.
 //! 5. **Momentum update** ([`impulses`]): the first collisions one at a time (the office toy),
-//!    then one QP per contact group with restitution.
+//!    then one QP per contact group with restitution (solved again, up to
+//!    [`BOUNCE_ROUNDS`] times, while its velocities set further pairs on a collision course).
+//!    Virtual contacts bounce at a distance; they take no part in static contact, so that
+//!    gravity still brings bodies together.
 //! 6. **Static contact**: gravity `g h` added, then the same QP with restitution 0.
 //! 7. **Freezing** (§6.7.2) of bodies resting in a cold volume.
 
 use std::time::Instant;
 
 use glam::DVec3;
+use hashbrown::HashSet;
 
 use super::body::{Body, Pose};
-use super::geometry::{contact_points, tangent_frame};
+use super::geometry::{contact_points, separation, slab_width, tangent_frame};
 use super::impulses::{self, Contact};
 use super::position::{self, Memory, PositionOutcome, Unfinished};
 use super::stats::StepRecord;
 use super::world::World;
 use crate::scene::rigid::BodyMotion;
+
+/// Momentum solves a step with bounce at a distance takes at most: after each, the pairs its
+/// velocities bring nearer than the gap in the next step join as virtual contacts, and the
+/// momentum update is solved again from the velocities it started with.
+const BOUNCE_ROUNDS: u32 = 4;
 
 /// Takes the step from `t` to `t_next`: the bodies move and their velocities change. Returns
 /// what it did and the wall seconds of its three stages (position update, momentum update,
@@ -64,12 +75,23 @@ pub(super) fn take(
         min_separation: outcome.min_separation,
         ..StepRecord::default()
     };
-    let contacts = contacts(world, bodies, &outcome);
+    let mut contacts = contacts(world, bodies, &outcome);
     record.contacts = contacts.len() as u32;
+    let mut known: HashSet<(usize, usize)> = outcome.pairs.iter().map(|p| p.parts).collect();
+    let touching = contacts.len();
+    let ahead = Ahead {
+        h,
+        moving: &movable,
+    };
+    if s.bounce_at_distance {
+        let found = ahead.virtual_contacts(world, bodies, &mut known);
+        record.virtual_contacts += found.len() as u32;
+        contacts.extend(found);
+    }
     let tolerance = 1e-3 * s.contact_distance / h;
     record.collisions = contacts
         .iter()
-        .filter(|c| c.normal_velocity(bodies) < -tolerance)
+        .filter(|c| c.colliding(bodies, tolerance))
         .count() as u32;
     // Momentum update: sequential collisions first (they may revive frozen bodies).
     let dynamic: Vec<bool> = bodies.iter().map(Body::is_dynamic).collect();
@@ -99,12 +121,34 @@ pub(super) fn take(
         }
     }
     let free: Vec<bool> = bodies.iter().map(|b| b.is_dynamic() && !b.frozen).collect();
-    let momentum = impulses::solve(world, bodies, &contacts, &free, s.restitution, tolerance);
+    let start: Vec<Motion> = bodies.iter().map(Motion::of).collect();
+    let collide = |bodies: &mut [Body], contacts: &[Contact]| {
+        impulses::solve(world, bodies, contacts, &free, s.restitution, tolerance)
+    };
+    let mut momentum = collide(bodies, &contacts);
+    let rounds = if s.bounce_at_distance {
+        BOUNCE_ROUNDS
+    } else {
+        1
+    };
+    for _ in 1..rounds {
+        let found = ahead.virtual_contacts(world, bodies, &mut known);
+        if found.is_empty() {
+            break;
+        }
+        record.virtual_contacts += found.len() as u32;
+        contacts.extend(found);
+        record.qps += momentum.qps;
+        for (b, m) in bodies.iter_mut().zip(&start) {
+            m.restore(b);
+        }
+        momentum = collide(bodies, &contacts);
+    }
     let momentum_done = Instant::now();
     for (b, _) in bodies.iter_mut().zip(&free).filter(|(_, &f)| f) {
         b.velocity += gravity * h;
     }
-    let resting = impulses::solve(world, bodies, &contacts, &free, 0.0, tolerance);
+    let resting = impulses::solve(world, bodies, &contacts[..touching], &free, 0.0, tolerance);
     for o in [momentum, resting] {
         record.qps += o.qps;
         record.restitution_fallbacks += o.restitution_fallbacks;
@@ -207,9 +251,74 @@ fn contacts(world: &World, bodies: &[Body], outcome: &PositionOutcome) -> Vec<Co
             point,
             normal,
             tangents: tangent_frame(normal),
+            closing: 0.0,
         }));
     }
     contacts
+}
+
+/// How the bodies would move in a step `h` at their velocities now; `moving` marks the free
+/// bodies that are not frozen.
+struct Ahead<'a> {
+    h: f64,
+    moving: &'a [bool],
+}
+
+impl Ahead<'_> {
+    /// Bounce at a distance (§6.7.1): virtual contacts of the pairs of parts not in `known`,
+    /// now farther apart than the contact distance, whose slab along their separation normal
+    /// the next step would narrow below the gap; their pairs join `known`. Their points are the contact points of the
+    /// parts' extreme features now, and each may close its distance down to the gap within
+    /// the step ([`Contact::closing`]).
+    fn virtual_contacts(
+        &self,
+        world: &World,
+        bodies: &[Body],
+        known: &mut HashSet<(usize, usize)>,
+    ) -> Vec<Contact> {
+        let s = &world.settings;
+        let h = self.h;
+        let poses: Vec<Pose> = bodies.iter().map(|b| b.pose).collect();
+        let next: Vec<Pose> = bodies
+            .iter()
+            .map(|b| b.pose.perturbed(b.velocity * h, b.angular_velocity * h))
+            .collect();
+        let now = world.pose_parts(bodies, &poses);
+        let later = world.pose_parts(bodies, &next);
+        let swept: Vec<_> = now
+            .iter()
+            .zip(&later)
+            .map(|(a, b)| {
+                let ((lo_a, hi_a), (lo_b, hi_b)) = (a.bounds(), b.bounds());
+                (lo_a.min(lo_b), hi_a.max(hi_b))
+            })
+            .collect();
+        let mut contacts = Vec::new();
+        for (p, q) in world.candidates(&swept, self.moving) {
+            if known.contains(&(p, q)) {
+                continue;
+            }
+            // The slab along the normal now, not the distance then: a thin body passed
+            // through within the step is apart again at its end.
+            let apart = separation(&now[p], &now[q]);
+            if apart.distance <= s.contact_distance
+                || slab_width(&later[p], &later[q], apart.normal) >= s.gap
+            {
+                continue;
+            }
+            known.insert((p, q));
+            let normal = apart.normal;
+            let points = contact_points(&now[p], &now[q], normal, s.contact_distance);
+            contacts.extend(points.into_iter().map(|point| Contact {
+                bodies: (world.parts[p].0, world.parts[q].0),
+                point,
+                normal,
+                tangents: tangent_frame(normal),
+                closing: (apart.distance - s.gap) / h,
+            }));
+        }
+        contacts
+    }
 }
 
 /// Counts resting steps and freezes the bodies past `after` (§6.7.2): at most the kinetic

@@ -180,6 +180,9 @@ pub struct ObaSettings {
     pub rotation_bound: f64,
     /// Freeze a body resting in a cold volume for more than this many steps (§6.7.2).
     pub freeze_after: Option<u32>,
+    /// Bounce at a distance (§6.7.1): pairs that the next step would bring nearer than the
+    /// gap take part in the momentum update and static contact as virtual contacts.
+    pub bounce_at_distance: bool,
     /// Cold volumes `(min, max)`; empty: everywhere.
     pub cold: Vec<(DVec3, DVec3)>,
     /// Blasts.
@@ -201,6 +204,7 @@ impl Default for ObaSettings {
             contact_distance: 1e-2,
             rotation_bound: 0.1,
             freeze_after: None,
+            bounce_at_distance: false,
             cold: Vec::new(),
             blasts: Vec::new(),
         }

@@ -137,6 +137,7 @@ pub(crate) struct ObaTable {
     contact_distance: Option<f64>,
     rotation_bound: Option<f64>,
     freeze_after: Option<u32>,
+    bounce_at_distance: Option<bool>,
     #[serde(default)]
     cold: Vec<BoxTable>,
     #[serde(default)]
@@ -236,6 +237,7 @@ pub(crate) fn rigid_scene(
         contact_distance: oba.contact_distance.unwrap_or(d.contact_distance),
         rotation_bound: oba.rotation_bound.unwrap_or(d.rotation_bound),
         freeze_after: oba.freeze_after,
+        bounce_at_distance: oba.bounce_at_distance.unwrap_or(d.bounce_at_distance),
         cold: oba
             .cold
             .iter()
