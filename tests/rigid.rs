@@ -426,16 +426,18 @@ fn acm_run_info_check_and_compare_take_rigid_scenes_and_bad_keys_exit_2() {
         assert!(stderr.contains("bad.toml:"), "{stderr}");
         assert!(stderr.contains(says), "{stderr}");
     }
-    let out = common::acm(
-        dir.path(),
-        &["run", "cubes.toml", "--set", "oba.friction=-1"],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("oba.friction: must be finite and >= 0"),
-        "{stderr}"
-    );
+    for (set, says) in [
+        ("oba.friction=-1", "oba.friction: must be finite and >= 0"),
+        (
+            "oba.min_progress=1.5",
+            "oba.min_progress: must be in [0, 1)",
+        ),
+    ] {
+        let out = common::acm(dir.path(), &["run", "cubes.toml", "--set", set]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
 }
 
 #[test]

@@ -172,6 +172,9 @@ pub struct ObaSettings {
     pub sequential_collisions: Option<u32>,
     /// Most QPs of the position update per step.
     pub max_iterations: u32,
+    /// A group's position update stops when a step it keeps lowers its distance to the
+    /// targets by less than this fraction of it (0: only at convergence or the limit).
+    pub min_progress: f64,
     /// Separation the position update asks of every close pair (cm).
     pub gap: f64,
     /// Pairs closer than this are in contact (cm).
@@ -200,6 +203,7 @@ impl Default for ObaSettings {
             friction: 0.3,
             sequential_collisions: None,
             max_iterations: 20,
+            min_progress: 0.03,
             gap: 1e-3,
             contact_distance: 1e-2,
             rotation_bound: 0.1,
@@ -365,6 +369,12 @@ impl RigidScene {
         }
         if o.max_iterations == 0 {
             return Err(SceneError::new("oba.max_iterations", "must be at least 1"));
+        }
+        if !(o.min_progress.is_finite() && (0.0..1.0).contains(&o.min_progress)) {
+            return Err(SceneError::new(
+                "oba.min_progress",
+                format!("must be in [0, 1), got {}", o.min_progress),
+            ));
         }
         positive(o.gap, "oba.gap")?;
         positive(o.contact_distance, "oba.contact_distance")?;
