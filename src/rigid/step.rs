@@ -22,7 +22,7 @@ use hashbrown::HashSet;
 
 use super::body::{Body, Pose};
 use super::geometry::{contact_points, separation, slab_width, tangent_frame};
-use super::impulses::{self, Contact};
+use super::impulses::{self, Contact, Update};
 use super::position::{self, Memory, PositionOutcome, Unfinished};
 use super::stats::StepRecord;
 use super::world::World;
@@ -123,7 +123,16 @@ pub(super) fn take(
     let free: Vec<bool> = bodies.iter().map(|b| b.is_dynamic() && !b.frozen).collect();
     let start: Vec<Motion> = bodies.iter().map(Motion::of).collect();
     let collide = |bodies: &mut [Body], contacts: &[Contact]| {
-        impulses::solve(world, bodies, contacts, &free, s.restitution, tolerance)
+        let update = Update::Momentum;
+        impulses::solve(
+            world,
+            bodies,
+            contacts,
+            &free,
+            s.restitution,
+            tolerance,
+            update,
+        )
     };
     let mut momentum = collide(bodies, &contacts);
     let rounds = if s.bounce_at_distance {
@@ -148,7 +157,16 @@ pub(super) fn take(
     for (b, _) in bodies.iter_mut().zip(&free).filter(|(_, &f)| f) {
         b.velocity += gravity * h;
     }
-    let resting = impulses::solve(world, bodies, &contacts[..touching], &free, 0.0, tolerance);
+    let touching = &contacts[..touching];
+    let resting = impulses::solve(
+        world,
+        bodies,
+        touching,
+        &free,
+        0.0,
+        tolerance,
+        Update::Static,
+    );
     for o in [momentum, resting] {
         record.qps += o.qps;
         record.restitution_fallbacks += o.restitution_fallbacks;
