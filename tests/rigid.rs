@@ -302,21 +302,31 @@ fn the_thesis_scenes_start_overlap_free_through_the_common_driver() {
     }
 }
 
+/// `profiles/oba_NAME.toml` with `overrides` through the common driver for `frames` frame
+/// intervals, every frame audited: the audit and `stats.json`.
+fn audited_profile_run(
+    name: &str,
+    overrides: &[String],
+    frames: f64,
+) -> (acm::check::AuditReport, serde_json::Value) {
+    let path = common::profiles_dir().join(format!("oba_{name}.toml"));
+    let scene = acm::scene::profile::load(&path, overrides).expect("the profile loads");
+    let mut stepper = acm::driver(scene).expect("the scene builds");
+    let mut audit = Audited(acm::check::AuditReport::new());
+    stepper
+        .run_until(frames * stepper.model().frame_interval(), &mut audit)
+        .expect("runs");
+    (audit.0, stepper.stats_json())
+}
+
 /// Spheres meeting in flight (`oba_sphereglass`'s lattice as it enters the funnel, steps 1 to
 /// 3): every pair is sphere against sphere or sphere against a fixed wall, whose slab rows are
 /// exact, so a step's position update moves once, re-linearizes once and stops (at most three
 /// QP iterations), with nothing rolled back and no fallback to an earlier configuration.
 #[test]
 fn spheres_meeting_in_flight_settle_their_positions_in_three_iterations() {
-    let path = common::profiles_dir().join("oba_sphereglass.toml");
-    let scene = acm::scene::profile::load(&path, &[]).expect("the profile loads");
-    let mut stepper = acm::driver(scene).expect("the scene builds");
-    let mut audit = Audited(acm::check::AuditReport::new());
-    stepper
-        .run_until(3.0 * stepper.model().frame_interval(), &mut audit)
-        .expect("runs");
-    assert_eq!(audit.0.intersecting_pairs, 0);
-    let stats = stepper.stats_json();
+    let (audit, stats) = audited_profile_run("sphereglass", &[], 3.0);
+    assert_eq!(audit.intersecting_pairs, 0);
     let steps = stats["steps_log"].as_array().expect("a step log");
     let busy: Vec<_> = steps
         .iter()
@@ -617,16 +627,9 @@ fn a_cube_just_above_the_floor_still_lands_with_bounce_at_a_distance() {
 /// frames, virtual contacts made, every close pair apart.
 #[test]
 fn the_cubejam_lands_overlap_free_with_bounce_at_a_distance() {
-    let path = common::profiles_dir().join("oba_cubejam.toml");
     let overrides = ["oba.bounce_at_distance=true".to_string()];
-    let scene = acm::scene::profile::load(&path, &overrides).expect("the profile loads");
-    let mut stepper = acm::driver(scene).expect("the scene builds");
-    let mut audit = Audited(acm::check::AuditReport::new());
-    stepper
-        .run_until(12.0 * stepper.model().frame_interval(), &mut audit)
-        .expect("runs");
-    assert_eq!(audit.0.intersecting_pairs, 0);
-    let stats = stepper.stats_json();
+    let (audit, stats) = audited_profile_run("cubejam", &overrides, 12.0);
+    assert_eq!(audit.intersecting_pairs, 0);
     assert!(stats["totals"]["virtual_contacts"].as_u64().unwrap() > 0);
     assert!(stats["min_separation"].as_f64().unwrap() > 0.0);
 }

@@ -356,15 +356,7 @@ impl<'a> Update<'a> {
         let n = self.bodies.len();
         let target_parts = world.pose_parts(self.bodies, self.targets);
         let grow = s.contact_distance;
-        let swept: Vec<(DVec3, DVec3)> = self
-            .parts
-            .iter()
-            .zip(&target_parts)
-            .map(|(a, b)| {
-                let ((lo_a, hi_a), (lo_b, hi_b)) = (a.bounds(), b.bounds());
-                (lo_a.min(lo_b) - grow, hi_a.max(hi_b) + grow)
-            })
-            .collect();
+        let swept = World::swept_boxes(&self.parts, &target_parts, grow);
         let mut sets = UnionFind::new(n);
         for j in &world.joints {
             if movable[j.bodies[0]] && movable[j.bodies[1]] {

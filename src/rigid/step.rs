@@ -21,9 +21,9 @@ use glam::DVec3;
 use hashbrown::HashSet;
 
 use super::body::{Body, Pose};
-use super::geometry::{contact_points, separation, slab_width, tangent_frame};
+use super::geometry::{contact_points, separation, slab_width, tangent_frame, WorldPart};
 use super::impulses::{self, Contact, Update};
-use super::position::{self, Memory, PositionOutcome, Unfinished};
+use super::position::{self, Memory, Unfinished};
 use super::stats::StepRecord;
 use super::world::World;
 use crate::scene::rigid::BodyMotion;
@@ -75,13 +75,21 @@ pub(super) fn take(
         min_separation: outcome.min_separation,
         ..StepRecord::default()
     };
-    let mut contacts = contacts(world, bodies, &outcome);
+    let poses: Vec<Pose> = bodies.iter().map(|b| b.pose).collect();
+    let parts = world.pose_parts(bodies, &poses);
+    let mut contacts: Vec<Contact> = (outcome.pairs.iter())
+        .flat_map(|pair| {
+            let normal = pair.separation.normal;
+            pair_contacts(world, &parts, pair.parts, normal, 0.0)
+        })
+        .collect();
     record.contacts = contacts.len() as u32;
     let mut known: HashSet<(usize, usize)> = outcome.pairs.iter().map(|p| p.parts).collect();
     let touching = contacts.len();
     let ahead = Ahead {
         h,
         moving: &movable,
+        now: &parts,
     };
     if s.bounce_at_distance {
         let found = ahead.virtual_contacts(world, bodies, &mut known);
@@ -254,63 +262,58 @@ fn targets(bodies: &mut [Body], movable: &[bool], t: f64, t_next: f64) -> Vec<Po
         .collect()
 }
 
-/// The contact points of the pairs the position update found within the contact distance.
-fn contacts(world: &World, bodies: &[Body], outcome: &PositionOutcome) -> Vec<Contact> {
-    let s = &world.settings;
-    let poses: Vec<Pose> = bodies.iter().map(|b| b.pose).collect();
-    let parts = world.pose_parts(bodies, &poses);
-    let mut contacts = Vec::new();
-    for pair in &outcome.pairs {
-        let (p, q) = pair.parts;
-        let normal = pair.separation.normal;
-        let found = contact_points(&parts[p], &parts[q], normal, s.contact_distance);
-        contacts.extend(found.into_iter().map(|point| Contact {
-            bodies: (world.parts[p].0, world.parts[q].0),
-            point,
-            normal,
-            tangents: tangent_frame(normal),
-            closing: 0.0,
-        }));
-    }
-    contacts
+/// The contacts of parts `p` and `q` (posed in `parts`) along `normal`, one at each contact
+/// point of their extreme features, each with the `closing` speed given.
+fn pair_contacts(
+    world: &World,
+    parts: &[WorldPart],
+    (p, q): (usize, usize),
+    normal: DVec3,
+    closing: f64,
+) -> impl Iterator<Item = Contact> {
+    let points = contact_points(
+        &parts[p],
+        &parts[q],
+        normal,
+        world.settings.contact_distance,
+    );
+    let bodies = (world.parts[p].0, world.parts[q].0);
+    points.into_iter().map(move |point| Contact {
+        bodies,
+        point,
+        normal,
+        tangents: tangent_frame(normal),
+        closing,
+    })
 }
 
 /// How the bodies would move in a step `h` at their velocities now; `moving` marks the free
-/// bodies that are not frozen.
+/// bodies that are not frozen, and `now` is every part at the bodies' poses.
 struct Ahead<'a> {
     h: f64,
     moving: &'a [bool],
+    now: &'a [WorldPart],
 }
 
 impl Ahead<'_> {
     /// Bounce at a distance (§6.7.1): virtual contacts of the pairs of parts not in `known`,
     /// now farther apart than the contact distance, whose slab along their separation normal
-    /// the next step would narrow below the gap; their pairs join `known`. Their points are the contact points of the
-    /// parts' extreme features now, and each may close its distance down to the gap within
-    /// the step ([`Contact::closing`]).
+    /// the next step would narrow below the gap; their pairs join `known`. Their points are
+    /// the contact points of the parts' extreme features now, and each may close its distance
+    /// down to the gap within the step ([`Contact::closing`]).
     fn virtual_contacts(
         &self,
         world: &World,
         bodies: &[Body],
         known: &mut HashSet<(usize, usize)>,
     ) -> Vec<Contact> {
-        let s = &world.settings;
-        let h = self.h;
-        let poses: Vec<Pose> = bodies.iter().map(|b| b.pose).collect();
+        let (s, h, now) = (&world.settings, self.h, self.now);
         let next: Vec<Pose> = bodies
             .iter()
             .map(|b| b.pose.perturbed(b.velocity * h, b.angular_velocity * h))
             .collect();
-        let now = world.pose_parts(bodies, &poses);
         let later = world.pose_parts(bodies, &next);
-        let swept: Vec<_> = now
-            .iter()
-            .zip(&later)
-            .map(|(a, b)| {
-                let ((lo_a, hi_a), (lo_b, hi_b)) = (a.bounds(), b.bounds());
-                (lo_a.min(lo_b), hi_a.max(hi_b))
-            })
-            .collect();
+        let swept = World::swept_boxes(now, &later, 0.0);
         let mut contacts = Vec::new();
         for (p, q) in world.candidates(&swept, self.moving) {
             if known.contains(&(p, q)) {
@@ -325,15 +328,8 @@ impl Ahead<'_> {
                 continue;
             }
             known.insert((p, q));
-            let normal = apart.normal;
-            let points = contact_points(&now[p], &now[q], normal, s.contact_distance);
-            contacts.extend(points.into_iter().map(|point| Contact {
-                bodies: (world.parts[p].0, world.parts[q].0),
-                point,
-                normal,
-                tangents: tangent_frame(normal),
-                closing: (apart.distance - s.gap) / h,
-            }));
+            let closing = (apart.distance - s.gap) / h;
+            contacts.extend(pair_contacts(world, now, (p, q), apart.normal, closing));
         }
         contacts
     }

@@ -44,6 +44,21 @@ impl World {
             .any(|j| j.bodies == [a, b] || j.bodies == [b, a])
     }
 
+    /// Each part's box swept from its pose in `from` to its pose in `to`, grown by `grow`.
+    pub(crate) fn swept_boxes(
+        from: &[WorldPart],
+        to: &[WorldPart],
+        grow: f64,
+    ) -> Vec<(DVec3, DVec3)> {
+        from.iter()
+            .zip(to)
+            .map(|(a, b)| {
+                let ((lo_a, hi_a), (lo_b, hi_b)) = (a.bounds(), b.bounds());
+                (lo_a.min(lo_b) - grow, hi_a.max(hi_b) + grow)
+            })
+            .collect()
+    }
+
     /// Pairs of parts of different bodies, one of them movable, whose `boxes` overlap.
     pub(crate) fn candidates(
         &self,
