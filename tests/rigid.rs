@@ -576,7 +576,7 @@ fn bouncing_at_a_distance_turns_a_fast_cube_back_before_it_reaches_the_floor() {
     sim.run_until(1.0 / 30.0, &mut NoFrames).expect("runs");
     let c = &sim.bodies()[1];
     // Frictionless, no spin: the least kinetic energy that separates at the restitution's
-    // speed is the straight rebound, 0.5 x 300 cm/s (measured relative error 2e-9).
+    // speed is the straight rebound, 0.5 x 300 cm/s (measured relative error 1.2e-9).
     assert!(
         (c.velocity - DVec3::new(0.0, 150.0, 0.0)).length() < 1e-4 * 150.0,
         "{:?}",
