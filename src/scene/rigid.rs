@@ -175,6 +175,11 @@ pub struct ObaSettings {
     /// A group's position update stops when a step it keeps lowers its distance to the
     /// targets by less than this fraction of it (0: only at convergence or the limit).
     pub min_progress: f64,
+    /// The position update of a group with joints also stops at a step it keeps that came
+    /// out clean, learnt nothing, reached no bound of its QP, and fell short of its predicted
+    /// fall by less than `min_progress` of the distance left: what the next QP could still
+    /// gain.
+    pub stop_on_accurate_step: bool,
     /// Separation the position update asks of every close pair (cm).
     pub gap: f64,
     /// Pairs closer than this are in contact (cm).
@@ -204,6 +209,7 @@ impl Default for ObaSettings {
             sequential_collisions: None,
             max_iterations: 20,
             min_progress: 0.03,
+            stop_on_accurate_step: true,
             gap: 1e-3,
             contact_distance: 1e-2,
             rotation_bound: 0.1,
