@@ -741,24 +741,22 @@ impl<'a> Update<'a> {
                     converged || keep && !learnt && proposal.largest_move < s.contact_distance;
             }
         }
-        if keep && actual < s.min_progress * objective_now {
-            // A crawl: the repairs take what overlap the group has left.
-            for &i in group {
-                self.done[i] = true;
-            }
-        }
+        // A crawl: the repairs take what overlap the group has left.
+        let crawl = keep && actual < s.min_progress * objective_now;
         // An accurate step of a jointed group: the next QP, linearized where this one's model
         // held to within `predicted - actual`, could gain about that much.
-        let jointed = (world.joints.iter()).any(|j| in_group[j.bodies[0]] || in_group[j.bodies[1]]);
-        let accurate = keep
-            && jointed
-            && clean
-            && !learnt
-            && !proposal.bounded
-            && s.stop_on_accurate_step
-            && s.min_progress > 0.0
-            && predicted - actual < s.min_progress * self.objective(group, &self.cur, self.targets);
-        if accurate {
+        let accurate = || {
+            s.stop_on_accurate_step
+                && s.min_progress > 0.0
+                && keep
+                && clean
+                && !learnt
+                && !proposal.bounded
+                && (world.joints.iter()).any(|j| in_group[j.bodies[0]] || in_group[j.bodies[1]])
+                && predicted - actual
+                    < s.min_progress * self.objective(group, &self.cur, self.targets)
+        };
+        if crawl || accurate() {
             for &i in group {
                 self.done[i] = true;
             }

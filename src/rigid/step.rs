@@ -84,7 +84,12 @@ pub(super) fn take(
         })
         .collect();
     record.contacts = contacts.len() as u32;
-    let mut known: HashSet<(usize, usize)> = outcome.pairs.iter().map(|p| p.parts).collect();
+    // The pairs bounce at a distance leaves out (only it reads them).
+    let mut known: HashSet<(usize, usize)> = if s.bounce_at_distance {
+        outcome.pairs.iter().map(|p| p.parts).collect()
+    } else {
+        HashSet::new()
+    };
     let touching = contacts.len();
     let ahead = Ahead {
         h,
