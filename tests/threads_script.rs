@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -18,6 +19,23 @@ fn threads_sh(args: &[&str]) -> Output {
         .expect("bash runs benches/threads.sh")
 }
 
+/// The script under the KDS alone, writing its table to `table`.
+fn kds_table(acm: &Path, threads: &str, scene: &str, table: &Path) -> Output {
+    let (acm, table) = (acm.to_str().unwrap(), table.to_str().unwrap());
+    threads_sh(&[
+        "--acm",
+        acm,
+        "--threads",
+        threads,
+        "--schedulers",
+        "kds",
+        "--scenes",
+        scene,
+        "--out",
+        table,
+    ])
+}
+
 fn rows(table: &Path) -> Vec<Vec<String>> {
     let text = std::fs::read_to_string(table).expect("the script writes its table");
     (text.lines().skip(1))
@@ -29,21 +47,12 @@ fn rows(table: &Path) -> Vec<Vec<String>> {
 fn the_table_has_a_row_a_run_and_the_same_frames_on_one_and_two_threads() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("table.tsv");
-    let acm = common::acm_bin();
-    let out = threads_sh(&[
-        "--acm",
-        acm.to_str().unwrap(),
-        "--threads",
+    let out = kds_table(
+        &common::acm_bin(),
         "1 2",
-        "--schedulers",
-        "kds",
-        "--scenes",
-        "sheets_nails_drape",
-        "--until",
-        "0.002",
-        "--out",
-        table.to_str().unwrap(),
-    ]);
+        "sheets_nails_drape:0.002",
+        &table,
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -72,21 +81,9 @@ fn frames_that_differ_between_thread_counts_fail_the_script() {
          mkdir -p \"$o\" && echo \"v $n 0 0\" > \"$o/frame_00000.obj\" && echo t > \"$o/energy.csv\"\n",
     )
     .unwrap();
-    let chmod = Command::new("chmod").arg("+x").arg(&fake).status().unwrap();
-    assert!(chmod.success());
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     let table = dir.path().join("table.tsv");
-    let out = threads_sh(&[
-        "--acm",
-        fake.to_str().unwrap(),
-        "--threads",
-        "1 2 4",
-        "--schedulers",
-        "kds",
-        "--scenes",
-        "any:0.1",
-        "--out",
-        table.to_str().unwrap(),
-    ]);
+    let out = kds_table(&fake, "1 2 4", "any:0.1", &table);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
