@@ -30,6 +30,8 @@ pub(super) struct Member {
     pub(super) pair: u32,
     /// Whether the member's last tick of this layer applied an impulse (false when it joins).
     pub(super) acted: bool,
+    /// Whether any of the member's ticks of this layer since it joined applied an impulse.
+    pub(super) has_acted: bool,
 }
 
 /// One event ticking its members on one layer's clock.
@@ -241,6 +243,7 @@ mod tests {
             key: ContactKey::Feature(PairKey::VertexTriangle(v, 0)),
             pair: 10 + v,
             acted: false,
+            has_acted: false,
         }
     }
 

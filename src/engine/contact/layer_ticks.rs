@@ -29,6 +29,40 @@ use crate::RunError;
 /// apply them there unless the work closure needs them applied one by one.
 const PARALLEL_TICK: usize = 256;
 
+/// How far beyond its thickness a separating member leaves its deepest layer, in multiples of
+/// the thickness (a layer applies nothing out there, so where it is left changes no motion).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Leave {
+    /// The factor of members that have applied an impulse in the layer, and of every member
+    /// of the layers shallower than `idle_from`.
+    pub(super) factor: f64,
+    /// The factor of the other members: those that never acted in a layer `idle_from` or
+    /// deeper.
+    pub(super) idle_factor: f64,
+    /// The shallowest layer whose idle members leave at `idle_factor`.
+    pub(super) idle_from: u32,
+}
+
+impl Leave {
+    /// One factor for every member.
+    pub(super) fn always(factor: f64) -> Self {
+        Self {
+            factor,
+            idle_factor: factor,
+            idle_from: 1,
+        }
+    }
+
+    /// The factor of a member of layer `l` that has (or has not) acted in it.
+    pub(super) fn factor(&self, l: u32, has_acted: bool) -> f64 {
+        if has_acted || l < self.idle_from {
+            self.factor
+        } else {
+            self.idle_factor
+        }
+    }
+}
+
 /// The layer laws, the penalty response, and the layers' super-events (see the module docs).
 #[derive(Clone, Debug)]
 pub(super) struct LayerTicks {
@@ -208,6 +242,7 @@ impl LayerTicks {
             key: pairs.key[i],
             pair: id,
             acted: false,
+            has_acted: false,
         };
         self.events.join(l, h, member, t, sched.table, sched.queue);
         pairs.active[i] = l;
@@ -373,6 +408,7 @@ impl LayerTicks {
                 self.sharing[vert as usize] = 0;
             }
             m.acted = result.impulses.iter().any(|&j| j != DVec3::ZERO);
+            m.has_acted |= m.acted;
             let history = &mut self.histories[m.pair as usize];
             if result.distance < eta {
                 *history = PairHistory {
@@ -408,28 +444,29 @@ impl LayerTicks {
         }
     }
 
-    /// The end of a tick: members separating beyond `leave` times their deepest layer's
-    /// thickness leave it (lazy deactivation; their ids go to `left`, to be certified again),
-    /// and the next tick of every group that keeps a member is queued.
+    /// The end of a tick: members separating beyond their [`Leave`] reach of their deepest
+    /// layer leave it (lazy deactivation; their ids go to `left`, to be certified again), and
+    /// the next tick of every group that keeps a member is queued.
     pub(super) fn finish(
         &mut self,
         tick: LayerTick,
         pairs: &mut PairTable,
         queue: &mut EventQueue,
         left: &mut Vec<u32>,
-        leave: f64,
+        leave: Leave,
     ) {
         let LayerTick {
             layer: l,
             mut members,
             kicked,
         } = tick;
-        let reach = leave * self.schedule.eta(l);
+        let eta = self.schedule.eta(l);
         left.clear();
         let mut kept = 0;
         for k in 0..members.len() {
             let (m, result) = (members[k], &self.impulses[k]);
             let i = m.pair as usize;
+            let reach = leave.factor(l, m.has_acted) * eta;
             if pairs.active[i] == l && result.distance > reach && result.separating {
                 pairs.active[i] = l - 1;
                 pairs.certified[i] = l;
@@ -636,5 +673,28 @@ fn member_impulse(
             let shares = surfaces.shares(pairs, m.pair as usize, &x, position);
             triangle_pair_impulse(x, v, inv_mass, &shares, params)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Leave;
+
+    #[test]
+    fn idle_members_of_deep_layers_leave_at_their_own_factor() {
+        let leave = Leave {
+            factor: 2.0,
+            idle_factor: 1.25,
+            idle_from: 3,
+        };
+        // Idle in the third layer or deeper: the idle factor.
+        assert_eq!(leave.factor(3, false), 1.25);
+        assert_eq!(leave.factor(7, false), 1.25);
+        // Acted, or in one of the two shallowest layers: the factor of every member.
+        assert_eq!(leave.factor(3, true), 2.0);
+        assert_eq!(leave.factor(2, false), 2.0);
+        assert_eq!(leave.factor(1, false), 2.0);
+        let kds = Leave::always(1.0);
+        assert!((1..10).all(|l| kds.factor(l, false) == 1.0 && kds.factor(l, true) == 1.0));
     }
 }

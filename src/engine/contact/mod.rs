@@ -47,7 +47,7 @@ use certification::{Certifier, SLAB_MARGIN};
 use energy_limit::EnergyLimit;
 use force_phases::ForcePhases;
 pub(super) use layer_ticks::LayerLaw;
-use layer_ticks::{LayerTicks, Surfaces};
+use layer_ticks::{LayerTicks, Leave, Surfaces};
 use owners::FeatureOwners;
 use pair_table::{Keeps, PairTable};
 
@@ -67,8 +67,19 @@ pub(in crate::engine) const KINEMATIC_REACH: f64 = 1.0 + 1e-6;
 /// again costs a run of the window; one kept costs its ticks, which apply nothing out there.
 const SPECULATIVE_LEAVE: f64 = 2.0;
 
+/// Speculative scheduling: a pair leaves a layer from the [`IDLE_LEAVE_FROM`]th down in which
+/// none of its ticks applied an impulse once it separates beyond this many times the layer's
+/// thickness. Windows switch such layers on for the kinetic energy of an approach that then
+/// stopped short of them, and on the default scene they made most of the layer ticks (a pair
+/// resting in a shallow layer keeps its deeper ones). The two shallowest stay to
+/// [`SPECULATIVE_LEAVE`]: at a contact front pairs leave them and come back before they act.
+const SPECULATIVE_LEAVE_IDLE: f64 = 1.25;
+
+/// The shallowest layer left at [`SPECULATIVE_LEAVE_IDLE`] when idle.
+const IDLE_LEAVE_FROM: u32 = 3;
+
 // A pair leaves a layer beyond its activation distance, so it never needs it again at once.
-const _: () = assert!(SPECULATIVE_LEAVE > ACTIVATION);
+const _: () = assert!(SPECULATIVE_LEAVE > ACTIVATION && SPECULATIVE_LEAVE_IDLE > ACTIVATION);
 
 /// Pair slots per rayon task when a window's end looks for pairs whose boxes no longer overlap.
 const STALE_TASK: usize = 1024;
@@ -840,9 +851,13 @@ impl Contact {
         }
         let mut left = std::mem::take(&mut self.left);
         let leave = if self.speculative.is_some() {
-            SPECULATIVE_LEAVE
+            Leave {
+                factor: SPECULATIVE_LEAVE,
+                idle_factor: SPECULATIVE_LEAVE_IDLE,
+                idle_from: IDLE_LEAVE_FROM,
+            }
         } else {
-            1.0
+            Leave::always(1.0)
         };
         (self.layers).finish(tick, &mut self.pairs, sched.queue, &mut left, leave);
         for &id in &left {

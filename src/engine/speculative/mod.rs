@@ -45,7 +45,8 @@
 //! Every run of a window costs as much as the first, so layers are switched on generously:
 //! each at the time its pair first came within twice the activation distance on the recorded
 //! path, a deeper one too where the recorded path reached it, and a layer is only left once
-//! its pair separates beyond twice its thickness (not at its thickness, as under the KDS). A
+//! its pair separates beyond twice its thickness (not at its thickness, as under the KDS;
+//! 1.25 times for a layer from the third down that the pair never acted in). A
 //! layer applies nothing to a pair beyond its thickness, so none of this changes the motion:
 //! the frames are the KDS's, bit for bit, and only the counts of active layers and the clocks
 //! acting on vertices (`contact.csv`, `steps.csv`) are higher. The exception is the work
