@@ -142,6 +142,41 @@ fn the_two_schedulers_write_the_same_frames_of_a_ball_hitting_a_plate() {
 }
 
 #[test]
+fn the_two_schedulers_write_the_same_frames_of_the_default_scene_whose_idle_layers_leave_early() {
+    // On the default scene windows switch layers on far deeper than any that acts (for the
+    // kinetic energy of approaches that stop short), and such a layer, from the third down,
+    // is left beyond 1.25 times its thickness instead of 2. Where a layer is left changes no
+    // motion (it applies nothing beyond its thickness): the frames are the KDS's, bit for bit.
+    let run = |scheduler: &str| {
+        let overrides = [
+            "scene.duration=0.12".to_string(),
+            format!("contact.scheduler={scheduler}"),
+        ];
+        let path = profiles_dir().join("sheet_on_sphere.toml");
+        let scene = profile::load(&path, &overrides).unwrap();
+        let mut sim = Simulation::new(&scene).unwrap();
+        let mut frames = Positions(Vec::new(), Audited(AuditReport::default()));
+        sim.run_until(scene.duration, &mut frames)
+            .expect("the run goes on");
+        (contact(&sim), frames)
+    };
+    let (k, Positions(kds_x, Audited(kds_audit))) = run("kds");
+    let (s, Positions(spec_x, Audited(spec_audit))) = run("speculative");
+    // Measured: layers on down to the 14th, none deeper than the 6th acting.
+    assert!(
+        s.deepest_layer >= s.deepest_acting_layer + 3,
+        "no idle layer from the third down: {s:?}"
+    );
+    assert!(s.deepest_acting_layer >= 3, "{s:?}");
+    assert_eq!(s.deepest_acting_layer, k.deepest_acting_layer);
+    for audit in [&kds_audit, &spec_audit] {
+        assert_eq!(audit.intersecting_pairs, 0, "{:?}", audit.first_bad);
+    }
+    assert_eq!(kds_x.len(), 4);
+    assert!(kds_x == spec_x, "the schedulers wrote different frames");
+}
+
+#[test]
 fn the_two_schedulers_agree_on_an_elastic_ball_hitting_a_plate() {
     // With `cor = 1` the work closure closes a contact episode at the first tick that finds
     // the pair outside its layers, and the speculative scheduler's idle layers tick there more
