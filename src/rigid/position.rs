@@ -1380,21 +1380,23 @@ impl GroupQpBuilder<'_, '_> {
         let wp = &u.parts[part];
         let group_body = self.in_group(body);
         let bound = self.rotation_bound;
-        let rows_kind = self.rows;
         let height = |v: DVec3| plane.height(wp, v, side);
+        // The side's highest vertex and its height, when rows it implies are left out.
         let top = set
             .iter()
             .map(|&vk| wp.vertices[vk as usize])
-            .max_by(|a, b| height(*a).total_cmp(&height(*b)));
+            .map(|v| (v, height(v)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .filter(|_| self.rows == Rows::Screened);
         // Whether the top vertex's row implies that of `v` within the bounds.
         let implied = |v: DVec3| {
-            let Some(top) = top.filter(|_| rows_kind == Rows::Screened) else {
+            let Some((top, top_height)) = top else {
                 return false;
             };
             let w = v - top;
             let turn = group_body.map_or(0.0, |_| plane.n.cross(w).abs().element_sum());
             let reach = bound * (nx.dot(w).abs() + ny.dot(w).abs() + turn);
-            height(top) - height(v) > IMPLIED_MARGIN * reach + f64::EPSILON * w.length()
+            top_height - height(v) > IMPLIED_MARGIN * reach + f64::EPSILON * w.length()
         };
         let mut rows = Vec::with_capacity(set.len());
         for (r, &vk) in set.iter().enumerate() {
@@ -1615,9 +1617,9 @@ mod tests {
     }
 
     /// Two tilted 5 cm cubes stacked on a fixed slab, their targets 2 and 7 cm lower and
-    /// turned: every vertex of the cubes' pair is critical. Leaving out the rows that others imply within
-    /// the bounds leaves out some, and the QP's poses are the full QP's, at full trust and at
-    /// a quarter of it (tighter bounds, more rows implied).
+    /// turned: every vertex of the cubes' pair is critical. Leaving out the rows that others
+    /// imply within the bounds leaves out some, and the QP's poses are the full QP's, at full
+    /// trust and at a quarter of it (tighter bounds, more rows implied).
     #[test]
     fn rows_implied_within_the_bounds_leave_the_qp_s_poses_as_they_are() {
         let tilt = |angle: f64| DQuat::from_rotation_z(angle) * DQuat::from_rotation_x(0.5 * angle);
