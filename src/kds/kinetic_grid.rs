@@ -157,16 +157,19 @@ impl KineticGrid {
         self.margin + self.slack
     }
 
-    /// Starts a new horizon `[t, t_end]`: refits every leaf box and updates every leaf's cells.
+    /// Starts a new horizon `[t, t_end]` with reference slack `slack` (cm): refits every leaf
+    /// box and updates every leaf's cells.
     pub(crate) fn rebuild(
         &mut self,
         state: &VertexState,
         t: f64,
         t_end: f64,
+        slack: f64,
         found: &mut impl FnMut(PairKey),
     ) {
         self.now = self.now.max(t);
         self.t_end = t_end;
+        self.slack = slack;
         self.refs.reset_all(state, t_end);
         let pad = self.pad();
         for l in self.leaves.ids() {
@@ -470,7 +473,7 @@ mod tests {
         let leaves = Leaves::new(edges, triangles, 5);
         let mut grid = KineticGrid::new(leaves, &state, 0.1, 0.025);
         let mut found = Vec::new();
-        grid.rebuild(&state, 0.0, 1.0, &mut |k| found.push(k));
+        grid.rebuild(&state, 0.0, 1.0, 0.025, &mut |k| found.push(k));
         assert!(found
             .iter()
             .all(|k| !matches!(k, PairKey::VertexTriangle(4, _))));

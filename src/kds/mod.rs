@@ -35,8 +35,22 @@ use crate::state::VertexState;
 const PAR_MIN_LEN: usize = 256;
 
 /// How far (as a fraction of `eta1`) a vertex may stray from its reference trajectory before
-/// the kinetic broad phases refit its leaves (the interim broad phase's slack, too).
+/// the kinetic broad phases refit its leaves (the interim broad phase's slack, too), until the
+/// kinetic kinds widen it (see [`WIDE_SLACK`]).
 const SLACK: f64 = 0.25;
+
+/// The kinetic kinds' wide reference slack, as a fraction of `eta1`, and at most
+/// [`WIDE_SLACK_EDGE`] of the mean edge length. Vertices resting in a penalty layer are kicked
+/// every few of its ticks, each kick moving them off their references, and every stray refits
+/// its leaves and hands over their feature pairs again. Once some pair is in a layer and more
+/// than [`STRAY_LOW`] of the leaves still stray over a horizon already at [`HORIZON_MIN`], a
+/// shorter horizon cannot help, and the slack widens to this for the rest of the run. A wider
+/// slack pads every volume, so more feature pairs are handed over; the edge bound keeps the
+/// pad small against the features themselves (a ribbon's cross-section, a fine mesh).
+const WIDE_SLACK: f64 = 1.0;
+
+/// The wide slack's bound, as a fraction of the mean edge length at the start.
+const WIDE_SLACK_EDGE: f64 = 0.05;
 
 /// The kinetic broad phases certify over a horizon of several engine windows: references with
 /// slack keep their volumes valid across whole-mesh kicks, so a longer horizon means fewer
@@ -128,6 +142,9 @@ pub struct BroadPhaseStats {
     pub certificates: usize,
     /// Heap bytes held by the broad phase.
     pub bytes: usize,
+    /// How far (cm) a vertex may stray from its reference path now (widened where vertices in
+    /// contact keep straying: `docs/contact.md`, "Candidate pairs").
+    pub slack: f64,
 }
 
 /// The broad phase the contact subsystem talks to: one of [`BroadPhaseKind`], dispatched by
@@ -146,6 +163,10 @@ pub(crate) struct BroadPhase {
     horizon: f64,
     /// Leaf refits counted at the last rebuild.
     refits_seen: u64,
+    /// The kinetic kinds' reference slack (cm): [`SLACK`] `eta1` until widened.
+    slack: f64,
+    /// The wide slack (cm; see [`WIDE_SLACK`]), no narrower than the first.
+    wide_slack: f64,
 }
 
 #[derive(Debug)]
@@ -173,6 +194,19 @@ macro_rules! dispatch {
     };
 }
 
+/// [`WIDE_SLACK`] `eta1`, at most [`WIDE_SLACK_EDGE`] times the mean length of `edges` in
+/// `state` (0 without edges).
+fn wide_slack(edges: &[[u32; 2]], state: &VertexState, eta1: f64) -> f64 {
+    if edges.is_empty() {
+        return 0.0;
+    }
+    let total: f64 = (edges.iter())
+        .map(|&[a, b]| (state.x[a as usize] - state.x[b as usize]).length())
+        .sum();
+    let mean = total / edges.len() as f64;
+    (WIDE_SLACK * eta1).min(WIDE_SLACK_EDGE * mean)
+}
+
 impl BroadPhase {
     /// A broad phase of kind `kind` over these primitives of the vertices in `state`; `eta1` is
     /// the first penalty layer's thickness.
@@ -185,6 +219,7 @@ impl BroadPhase {
     ) -> Self {
         let n = state.len();
         let slack = SLACK * eta1;
+        let wide_slack = wide_slack(&edges, state, eta1).max(slack);
         let inner = match kind {
             BroadPhaseKind::SweptBoxes => Inner::Swept(SweptBoxes::new(edges, triangles, n, eta1)),
             BroadPhaseKind::Aabb => Inner::Aabb(SeparationList::new(
@@ -235,6 +270,8 @@ impl BroadPhase {
             window_end: 0.0,
             horizon: HORIZON_START,
             refits_seen: 0,
+            slack,
+            wide_slack,
         }
     }
 
@@ -266,12 +303,14 @@ impl BroadPhase {
         dispatch!(&self.inner, l => l.leaves().triangle_list(), s => s.triangles())
     }
 
-    /// Starts a new horizon `[t, window_end]`.
+    /// Starts a new horizon `[t, window_end]`; `in_contact`: whether some pair is inside a
+    /// penalty layer now (see [`WIDE_SLACK`]).
     pub(crate) fn rebuild(
         &mut self,
         state: &VertexState,
         t: f64,
         window_end: f64,
+        in_contact: bool,
         found: &mut impl FnMut(PairKey),
     ) {
         let (refits, leaves) = dispatch!(&self.inner,
@@ -281,6 +320,8 @@ impl BroadPhase {
             let strays = (refits - self.refits_seen) as f64 / leaves as f64;
             if strays < STRAY_LOW {
                 self.horizon = (2.0 * self.horizon).min(HORIZON_MAX);
+            } else if in_contact && self.horizon <= HORIZON_MIN {
+                self.slack = self.wide_slack;
             } else if strays > STRAY_HIGH {
                 self.horizon = (0.5 * self.horizon).max(HORIZON_MIN);
             }
@@ -291,8 +332,9 @@ impl BroadPhase {
             Inner::Swept(_) => window_end,
             _ => kinetic_end,
         };
+        let slack = self.slack;
         dispatch!(&mut self.inner,
-            l => l.rebuild(state, t, kinetic_end, found),
+            l => l.rebuild(state, t, kinetic_end, slack, found),
             s => s.rebuild(state, t, window_end, found))
     }
 
@@ -353,6 +395,7 @@ impl BroadPhase {
     pub(crate) fn stats(&self) -> BroadPhaseStats {
         let mut out = BroadPhaseStats {
             kind: self.kind.name(),
+            slack: self.slack,
             ..BroadPhaseStats::default()
         };
         match &self.inner {

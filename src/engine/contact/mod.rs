@@ -350,7 +350,7 @@ impl Contact {
         contact
             .broad
             .boxes
-            .rebuild(state, 0.0, setup.window, &mut |k| found.push(k));
+            .rebuild(state, 0.0, setup.window, false, &mut |k| found.push(k));
         found.sort_unstable();
         found.dedup();
         let mut worst: Option<TooClose> = None;
@@ -608,9 +608,10 @@ impl Contact {
     fn rebuild(&mut self, state: &VertexState, t: f64, end: f64, sched: &mut Scheduler<'_>) {
         let mut found = std::mem::take(&mut self.broad.found);
         found.clear();
+        let in_contact = self.pairs.active.iter().any(|&layers| layers != 0);
         self.broad
             .boxes
-            .rebuild(state, t, end, &mut |k| found.push(k));
+            .rebuild(state, t, end, in_contact, &mut |k| found.push(k));
         self.adopt(found, state, t, sched);
     }
 

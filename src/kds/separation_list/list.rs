@@ -189,17 +189,19 @@ impl<V: Volume> SeparationList<V> {
         walk.process_due(&mut frontier, t);
     }
 
-    /// Starts a new horizon `[t, t_end]`: every vertex's trajectory becomes its reference, every
-    /// volume is refitted and every pair re-timed; calls `found` for the feature pairs of leaf
-    /// pairs that open.
+    /// Starts a new horizon `[t, t_end]` with reference slack `slack` (cm): every vertex's
+    /// trajectory becomes its reference, every volume is refitted and every pair re-timed;
+    /// calls `found` for the feature pairs of leaf pairs that open.
     pub(crate) fn rebuild(
         &mut self,
         state: &VertexState,
         t: f64,
         t_end: f64,
+        slack: f64,
         found: &mut impl FnMut(PairKey),
     ) {
         self.account(t);
+        self.hierarchy.slack = slack;
         self.certificates.set_t_end(t_end);
         self.hierarchy.refs.reset_all(state, t_end);
         self.hierarchy.refit_all((t, t_end));
@@ -422,7 +424,7 @@ pub(super) mod tests {
         let (leaves, state) = two_sheets(3.0, 10.0);
         let mut list = SeparationList::<V>::new(leaves, &state, 0.1, 0.025, eager);
         let mut found = Vec::new();
-        list.rebuild(&state, 0.0, 1.0, &mut |k| found.push(k));
+        list.rebuild(&state, 0.0, 1.0, 0.025, &mut |k| found.push(k));
         // The sheets are 3 apart: only self pairs within each sheet.
         assert_eq!(cross_pairs(&found), 0);
         list.audit(&state, 0.0).unwrap();
@@ -451,7 +453,7 @@ pub(super) mod tests {
         let (leaves, mut state) = two_sheets(0.05, 0.0);
         let mut list = SeparationList::<Dop18>::new(leaves, &state, 0.1, 0.025, true);
         let mut found = Vec::new();
-        list.rebuild(&state, 0.0, 1.0, &mut |k| found.push(k));
+        list.rebuild(&state, 0.0, 1.0, 0.025, &mut |k| found.push(k));
         assert!(cross_pairs(&found) > 0);
         // The upper sheet flies off at 10 cm/s.
         for v in 16..32 {
@@ -477,7 +479,7 @@ pub(super) mod tests {
         // 0.5 apart, the sheets are split across x and z first: most subtrees hold both.
         let (leaves, mut state) = two_sheets(0.5, 0.0);
         let mut list = SeparationList::<Dop18>::new(leaves, &state, 0.1, 0.025, true);
-        list.rebuild(&state, 0.0, 1.0, &mut |_| {});
+        list.rebuild(&state, 0.0, 1.0, 0.025, &mut |_| {});
         // The upper sheet flies 40 along x in the first second, then stops.
         let upper: Vec<u32> = (16..32).collect();
         for &v in &upper {
@@ -496,7 +498,7 @@ pub(super) mod tests {
         }
         assert_eq!(list.stats().trees, 0);
         let mut found = Vec::new();
-        list.rebuild(&state, 1.0, 2.0, &mut |k| found.push(k));
+        list.rebuild(&state, 1.0, 2.0, 0.025, &mut |k| found.push(k));
         assert_eq!(
             list.stats().trees,
             1,
@@ -508,13 +510,13 @@ pub(super) mod tests {
         let (leaves, _) = two_sheets(0.5, 0.0);
         let mut fresh = SeparationList::<Dop18>::new(leaves, &state, 0.1, 0.025, true);
         let mut fresh_found = Vec::new();
-        fresh.rebuild(&state, 1.0, 2.0, &mut |k| fresh_found.push(k));
+        fresh.rebuild(&state, 1.0, 2.0, 0.025, &mut |k| fresh_found.push(k));
         assert_eq!(found, fresh_found);
         let counts = |l: &SeparationList<Dop18>| (l.stats().apart, l.stats().open);
         assert_eq!(counts(&list), counts(&fresh));
         assert_eq!(list.hierarchy.bvh.spread(), fresh.hierarchy.bvh.spread());
         // Another rebuild with nothing moved keeps the new hierarchy.
-        list.rebuild(&state, 2.0, 3.0, &mut |_| {});
+        list.rebuild(&state, 2.0, 3.0, 0.025, &mut |_| {});
         assert_eq!(list.stats().trees, 1);
     }
 }
