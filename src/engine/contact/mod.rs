@@ -608,7 +608,7 @@ impl Contact {
     fn rebuild(&mut self, state: &VertexState, t: f64, end: f64, sched: &mut Scheduler<'_>) {
         let mut found = std::mem::take(&mut self.broad.found);
         found.clear();
-        let in_contact = self.pairs.active.iter().any(|&layers| layers != 0);
+        let in_contact = self.pairs.penalized().next().is_some();
         self.broad
             .boxes
             .rebuild(state, t, end, in_contact, &mut |k| found.push(k));
