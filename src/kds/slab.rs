@@ -71,55 +71,105 @@ fn closing_rates<const N: usize>(slab: &Slab, v: &[DVec3; N], a_count: usize) ->
     k
 }
 
-/// The closest points of the pair (on A, then on B), their velocities and their distance, for
-/// the shapes of the module docs; `None` for any other `(N, a_count)`.
+/// A pair's closest points at one time (on side A, then on side B), their velocities and
+/// their distance: what a slab is built from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct ClosestPoints {
+    /// The closest point of side A.
+    pub(crate) a: DVec3,
+    /// Its velocity.
+    pub(crate) va: DVec3,
+    /// The closest point of side B.
+    pub(crate) b: DVec3,
+    /// Its velocity.
+    pub(crate) vb: DVec3,
+    /// `|b - a|` as the closest-point routine computed it.
+    pub(crate) distance: f64,
+}
+
+/// [`ClosestPoints`] of a vertex `x[0]` and a triangle `x[1..4]`.
+#[inline(always)]
+pub(crate) fn vertex_triangle_closest(x: &[DVec3; 4], v: &[DVec3; 4]) -> ClosestPoints {
+    let c = vertex_triangle(x[0], x[1], x[2], x[3]);
+    let w = c.weights;
+    ClosestPoints {
+        a: x[0],
+        va: v[0],
+        b: w[0] * x[1] + w[1] * x[2] + w[2] * x[3],
+        vb: w[0] * v[1] + w[1] * v[2] + w[2] * v[3],
+        distance: c.distance,
+    }
+}
+
+/// [`ClosestPoints`] of the edges `x[0..2]` and `x[2..4]`.
+#[inline(always)]
+pub(crate) fn edge_edge_closest(x: &[DVec3; 4], v: &[DVec3; 4]) -> ClosestPoints {
+    let c = edge_edge(x[0], x[1], x[2], x[3]);
+    ClosestPoints {
+        a: (1.0 - c.s) * x[0] + c.s * x[1],
+        va: (1.0 - c.s) * v[0] + c.s * v[1],
+        b: (1.0 - c.t) * x[2] + c.t * x[3],
+        vb: (1.0 - c.t) * v[2] + c.t * v[3],
+        distance: c.distance,
+    }
+}
+
+/// [`ClosestPoints`] of the triangles `x[0..3]` and `x[3..6]`.
+#[inline(always)]
+pub(crate) fn triangles_closest(x: &[DVec3; 6], v: &[DVec3; 6]) -> ClosestPoints {
+    let c = triangle_triangle([x[0], x[1], x[2]], [x[3], x[4], x[5]]);
+    let combine = |w: [f64; 3], y: &[DVec3]| w[0] * y[0] + w[1] * y[1] + w[2] * y[2];
+    ClosestPoints {
+        a: combine(c.weights_a, &x[..3]),
+        va: combine(c.weights_a, &v[..3]),
+        b: combine(c.weights_b, &x[3..]),
+        vb: combine(c.weights_b, &v[3..]),
+        distance: c.distance,
+    }
+}
+
+/// The closest points of the pair, for the shapes of the module docs; `None` for any other
+/// `(N, a_count)`.
+#[cfg(any(test, feature = "bench-kernels"))]
 #[inline(always)]
 fn closest_points<const N: usize>(
     x: &[DVec3; N],
     v: &[DVec3; N],
     a_count: usize,
-) -> Option<(DVec3, DVec3, DVec3, DVec3, f64)> {
+) -> Option<ClosestPoints> {
     let (x, v): (&[DVec3], &[DVec3]) = (x, v);
     match (N, a_count) {
-        (4, 1) => {
-            let c = vertex_triangle(x[0], x[1], x[2], x[3]);
-            let w = c.weights;
-            let pb = w[0] * x[1] + w[1] * x[2] + w[2] * x[3];
-            let vb = w[0] * v[1] + w[1] * v[2] + w[2] * v[3];
-            Some((x[0], v[0], pb, vb, c.distance))
-        }
-        (4, 2) => {
-            let c = edge_edge(x[0], x[1], x[2], x[3]);
-            let pa = (1.0 - c.s) * x[0] + c.s * x[1];
-            let va = (1.0 - c.s) * v[0] + c.s * v[1];
-            let pb = (1.0 - c.t) * x[2] + c.t * x[3];
-            let vb = (1.0 - c.t) * v[2] + c.t * v[3];
-            Some((pa, va, pb, vb, c.distance))
-        }
-        (6, 3) => {
-            let c = triangle_triangle([x[0], x[1], x[2]], [x[3], x[4], x[5]]);
-            let combine = |w: [f64; 3], y: &[DVec3]| w[0] * y[0] + w[1] * y[1] + w[2] * y[2];
-            Some((
-                combine(c.weights_a, &x[..3]),
-                combine(c.weights_a, &v[..3]),
-                combine(c.weights_b, &x[3..]),
-                combine(c.weights_b, &v[3..]),
-                c.distance,
-            ))
-        }
+        (4, 1) => Some(vertex_triangle_closest(x.try_into().ok()?, v.try_into().ok()?)),
+        (4, 2) => Some(edge_edge_closest(x.try_into().ok()?, v.try_into().ok()?)),
+        (6, 3) => Some(triangles_closest(x.try_into().ok()?, v.try_into().ok()?)),
         _ => None,
     }
 }
 
-/// Builds the slab for the pair at time `t0` (positions `x`, velocities `v`; `a_count` vertices
-/// on side A: 1 for VT and 2 for EE with `N = 4`, 3 for a triangle pair with `N = 6`).
-///
-/// Returns `None` when the pair is already closer than `eta` (then the caller activates a layer
-/// instead), and also, conservatively, when a slab cannot be certified: a shape other than
-/// those, `eta` not finite and `> 0`, or a vertex found on the wrong side of its boundary by
-/// round-off (only possible when the distance is within round-off of `eta`).
+/// [`slab_through`] the closest points of the pair at `x`, `v` (the slab's properties are
+/// tested, and its kernels benchmarked, through this).
+#[cfg(any(test, feature = "bench-kernels"))]
 #[inline]
 pub(crate) fn build_slab<const N: usize>(
+    x: &[DVec3; N],
+    v: &[DVec3; N],
+    a_count: usize,
+    eta: f64,
+) -> Option<Slab> {
+    slab_through(&closest_points(x, v, a_count)?, x, v, a_count, eta)
+}
+
+/// Builds the slab for the pair at time `t0` from its closest points `closest` at positions
+/// `x` and velocities `v` (`a_count` vertices on side A: 1 for VT and 2 for EE with `N = 4`, 3
+/// for a triangle pair with `N = 6`).
+///
+/// Returns `None` when the pair is already closer than `eta` (then the caller activates a layer
+/// instead), and also, conservatively, when a slab cannot be certified: `eta` not finite and
+/// `> 0`, or a vertex found on the wrong side of its boundary by round-off (only possible when
+/// the distance is within round-off of `eta`).
+#[inline]
+pub(crate) fn slab_through<const N: usize>(
+    closest: &ClosestPoints,
     x: &[DVec3; N],
     v: &[DVec3; N],
     a_count: usize,
@@ -128,15 +178,14 @@ pub(crate) fn build_slab<const N: usize>(
     if !(eta > 0.0 && eta.is_finite()) {
         return None;
     }
-    let (pa, va, pb, vb, distance) = closest_points(x, v, a_count)?;
-    let ab = pb - pa;
-    if !(distance >= eta && ab.length() >= eta) {
+    let ab = closest.b - closest.a;
+    if !(closest.distance >= eta && ab.length() >= eta) {
         return None;
     }
     let slab = Slab {
         normal: ab.try_normalize()?,
-        point: 0.5 * (pa + pb),
-        velocity: 0.5 * (va + vb),
+        point: 0.5 * (closest.a + closest.b),
+        velocity: 0.5 * (closest.va + closest.vb),
         half_gap: 0.5 * eta,
     };
     let (s, _) = conditions(&slab, x, v, a_count);
@@ -159,6 +208,12 @@ pub(crate) fn failure_time<const N: usize>(
     a_count: usize,
 ) -> f64 {
     let (s, k) = conditions(slab, x, v, a_count);
+    earliest_failure(&s, &k)
+}
+
+/// [`failure_time`] from the conditions' slacks `s` and closing rates `k`.
+#[inline(always)]
+fn earliest_failure<const N: usize>(s: &[f64; N], k: &[f64; N]) -> f64 {
     // Branch-free: all quotients are computed and selected (the compiler emits selects, and
     // packed divisions where available).
     let mut t = f64::INFINITY;
@@ -168,7 +223,7 @@ pub(crate) fn failure_time<const N: usize>(
         let ti = if s[i] >= 0.0 { ti } else { 0.0 };
         t = t.min(ti);
     }
-    let all = s.iter().chain(&k).fold(0.0, |sum, &y| sum + y);
+    let all = s.iter().chain(k).fold(0.0, |sum, &y| sum + y);
     if all.is_finite() {
         t
     } else {
@@ -217,7 +272,8 @@ pub(crate) fn fuzzy_schedule<const N: usize>(
     a_count: usize,
     quality_loss: f64,
 ) -> (f64, ClosingBudget<N>) {
-    let dt = failure_time(slab, x, v, a_count);
+    let (s, k) = conditions(slab, x, v, a_count);
+    let dt = earliest_failure(&s, &k);
     if dt <= 0.0 || dt.is_nan() {
         return (0.0, no_budget());
     }
@@ -225,7 +281,6 @@ pub(crate) fn fuzzy_schedule<const N: usize>(
     // roundings keeps `dt_scheduled * budget_i <= s_i` despite the division's rounding.
     const SHADE: f64 = 1.0 - 4.0 * f64::EPSILON;
     let scheduled = (1.0 - quality_loss) * dt;
-    let (s, _) = conditions(slab, x, v, a_count);
     (scheduled, s.map(|si| si / scheduled * SHADE))
 }
 

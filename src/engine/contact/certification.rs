@@ -5,10 +5,10 @@
 use rayon::prelude::*;
 
 use super::audit::Audit;
-use super::motion::within_budget_at_shape;
+use super::motion::{within_budget_at_shape, Motion};
 use super::pair_table::PairTable;
 use crate::events::{EventId, EventQueue};
-use crate::kds::slab::{no_budget, ClosingBudget, Slab};
+use crate::kds::slab::{no_budget, ClosestPoints, ClosingBudget, Slab};
 use crate::penalty::layers::LayerSchedule;
 use crate::profiling::zone;
 use crate::state::VertexState;
@@ -101,10 +101,24 @@ impl Certifier {
         t: f64,
         queue: &mut EventQueue,
     ) {
-        let i = id as usize;
         let motion = pairs.kinematics(id, state, t);
+        self.certify_at(pairs, id, &motion, &motion.closest(), t, queue);
+    }
+
+    /// [`Self::certify`] for a pair whose kinematics at `t` (`motion`) and closest points
+    /// (`closest`) are already known.
+    pub(super) fn certify_at(
+        &mut self,
+        pairs: &mut PairTable,
+        id: u32,
+        motion: &Motion,
+        closest: &ClosestPoints,
+        t: f64,
+        queue: &mut EventQueue,
+    ) {
+        let i = id as usize;
         let eta = SLAB_MARGIN * self.schedule.eta(pairs.certified[i]);
-        let slab = motion.build_slab(eta);
+        let slab = motion.slab(closest, eta);
         pairs.slab[i] = slab;
         pairs.slab_time[i] = t;
         // A pair too close to certify now is looked at again at once: the failure handler

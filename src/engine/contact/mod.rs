@@ -701,7 +701,8 @@ impl Contact {
         self.stats.slab_events += 1;
         let i = id as usize;
         let motion = self.pairs.kinematics(id, state, t);
-        let d = motion.distance();
+        let closest = motion.closest();
+        let d = closest.distance;
         self.stats.min_distance = self.stats.min_distance.min(d);
         let layer = self.pairs.certified[i];
         // A slab moves with its pair's velocities as they were when it was built, so it can fail
@@ -710,26 +711,27 @@ impl Contact {
         let early_kinematic =
             self.is_kinematic(id, state) && d >= KINEMATIC_REACH * self.schedule.eta(layer);
         if d < ACTIVATION * self.schedule.eta(layer) && !early_kinematic {
-            self.switch_on(id, layer, &motion, state, t, sched)?;
+            self.switch_on(id, layer, &motion, d, state, t, sched)?;
         }
-        self.certifier
-            .certify(&mut self.pairs, id, state, t, sched.queue);
+        // Switching a layer on moves no vertex: the pair's kinematics at `t` still hold.
+        (self.certifier).certify_at(&mut self.pairs, id, &motion, &closest, t, sched.queue);
         Ok(())
     }
 
-    /// Switches layer `layer` of pair `id` on at `t`, the pair moving as `motion`: an error
-    /// if the pair is already inside it, if fixed or scripted primitives are about to touch,
-    /// or if the layers would hold more energy than the scene has had.
+    /// Switches layer `layer` of pair `id` on at `t`, the pair moving as `motion`, `d` apart:
+    /// an error if the pair is already inside it, if fixed or scripted primitives are about to
+    /// touch, or if the layers would hold more energy than the scene has had.
+    #[allow(clippy::too_many_arguments)]
     fn switch_on(
         &mut self,
         id: u32,
         layer: u32,
         motion: &Motion,
+        d: f64,
         state: &VertexState,
         t: f64,
         sched: &mut Scheduler<'_>,
     ) -> Result<(), RunError> {
-        let d = motion.distance();
         if d < self.schedule.eta(layer) {
             return Err(self.breach(id, layer, d, t, state));
         }
@@ -916,7 +918,8 @@ impl Contact {
             }
         };
         let motion = self.pairs.kinematics(id, state, t);
-        self.stats.min_distance = self.stats.min_distance.min(motion.distance());
+        let d = motion.distance();
+        self.stats.min_distance = self.stats.min_distance.min(d);
         if self.is_kinematic(id, state) {
             // The window's check found prescribed motion within the layer's reach
             // (`KINEMATIC_REACH`), where it will be again whatever the layers do.
@@ -928,10 +931,10 @@ impl Contact {
         }
         while self.pairs.active[id as usize] < layer {
             let next = self.pairs.active[id as usize] + 1;
-            if motion.distance() < self.schedule.eta(next) {
+            if d < self.schedule.eta(next) {
                 break;
             }
-            self.switch_on(id, next, &motion, state, t, sched)?;
+            self.switch_on(id, next, &motion, d, state, t, sched)?;
         }
         Ok(())
     }

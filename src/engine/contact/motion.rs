@@ -4,7 +4,8 @@
 use glam::DVec3;
 
 use crate::kds::slab::{
-    build_slab, failure_time, fuzzy_schedule, holds, no_budget, within_budget, ClosingBudget, Slab,
+    edge_edge_closest, failure_time, fuzzy_schedule, holds, no_budget, slab_through,
+    triangles_closest, vertex_triangle_closest, within_budget, ClosestPoints, ClosingBudget, Slab,
 };
 use crate::penalty::closest::{edge_edge, triangle_triangle, vertex_triangle, TriangleFeature};
 use crate::penalty::{ContactKey, PairKey};
@@ -78,10 +79,26 @@ pub(super) struct Motion {
 }
 
 impl Motion {
-    /// [`build_slab`] for the pair.
-    pub(super) fn build_slab(&self, eta: f64) -> Option<Slab> {
+    /// The pair's closest points (computed once per look: the distance and the slab both
+    /// read them).
+    pub(super) fn closest(&self) -> ClosestPoints {
+        let (x, v) = (&self.x, &self.v);
+        match self.key {
+            ContactKey::Feature(PairKey::VertexTriangle(..)) => {
+                vertex_triangle_closest(first_four(x), first_four(v))
+            }
+            ContactKey::Feature(PairKey::EdgeEdge(..)) => {
+                edge_edge_closest(first_four(x), first_four(v))
+            }
+            ContactKey::Triangles(..) => triangles_closest(x, v),
+        }
+    }
+
+    /// A slab of gap `eta` for the pair, from its closest points `closest` ([`Self::closest`]);
+    /// `None` where none certifies ([`slab_through`]).
+    pub(super) fn slab(&self, closest: &ClosestPoints, eta: f64) -> Option<Slab> {
         let (x, v, a) = (&self.x, &self.v, self.key.a_count());
-        at_shape!(self.key, |x, v| build_slab(x, v, a, eta))
+        at_shape!(self.key, |x, v| slab_through(closest, x, v, a, eta))
     }
 
     /// When to look at a slab built or re-timed now (an offset), and the budget of kicks it
