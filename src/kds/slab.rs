@@ -139,7 +139,10 @@ fn closest_points<const N: usize>(
 ) -> Option<ClosestPoints> {
     let (x, v): (&[DVec3], &[DVec3]) = (x, v);
     match (N, a_count) {
-        (4, 1) => Some(vertex_triangle_closest(x.try_into().ok()?, v.try_into().ok()?)),
+        (4, 1) => Some(vertex_triangle_closest(
+            x.try_into().ok()?,
+            v.try_into().ok()?,
+        )),
         (4, 2) => Some(edge_edge_closest(x.try_into().ok()?, v.try_into().ok()?)),
         (6, 3) => Some(triangles_closest(x.try_into().ok()?, v.try_into().ok()?)),
         _ => None,

@@ -136,3 +136,50 @@ impl Motion {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kds::slab::build_slab;
+    use crate::test_rng::Rng;
+
+    /// The closest points that a slab event computes once give the distance that the audit and
+    /// the layers read, and the slab that the pair's positions alone build, bit for bit, for
+    /// each shape of pair.
+    #[test]
+    fn one_closest_point_computation_gives_the_distance_and_the_slab_of_every_shape() {
+        let mut rng = Rng(29);
+        let keys = [
+            ContactKey::Feature(PairKey::VertexTriangle(0, 0)),
+            ContactKey::Feature(PairKey::EdgeEdge(0, 1)),
+            ContactKey::Triangles(0, 1),
+        ];
+        let mut slabs = 0;
+        for _ in 0..300 {
+            for key in keys {
+                let offset = rng.vec(2.0);
+                let x: [DVec3; 6] = std::array::from_fn(|k| {
+                    let side = if k < key.a_count() {
+                        DVec3::ZERO
+                    } else {
+                        offset
+                    };
+                    side + rng.vec(1.0)
+                });
+                let motion = Motion {
+                    key,
+                    x,
+                    v: std::array::from_fn(|_| rng.vec(5.0)),
+                };
+                let closest = motion.closest();
+                assert_eq!(closest.distance.to_bits(), motion.distance().to_bits());
+                let eta = rng.uniform(0.01, 1.0);
+                let (x, v, a) = (&motion.x, &motion.v, key.a_count());
+                let built = at_shape!(key, |x, v| build_slab(x, v, a, eta));
+                assert_eq!(motion.slab(&closest, eta), built);
+                slabs += usize::from(built.is_some());
+            }
+        }
+        assert!(slabs > 300, "{slabs} of 900 pairs certified");
+    }
+}
