@@ -112,6 +112,9 @@ pub struct ClockBin {
     /// the simulation's vertex ids (row `v` for vertex `v`); otherwise row `r` is for
     /// `vertices[r]`.
     dense: bool,
+    /// Whether its elements are ordered by lowest vertex (a binned family's), which a tick
+    /// owner-computes needs ([`OwnedBin`]).
+    by_lowest_vertex: bool,
 }
 
 /// At most this many impulses (`N` an element) are held at once: a bin is ticked chunk by chunk,
@@ -165,14 +168,20 @@ pub struct ElementFamily<const N: usize, K> {
     /// vertices at chunk boundaries: few, with elements listed in mesh order). Only those rows
     /// are hashed.
     carry: HashMap<u32, DVec3>,
+    /// Per bin, its split among the threads of the last tick that ran on several
+    /// ([`OwnedBin`]; built at the first such tick).
+    owned: Vec<Option<OwnedBin>>,
+    /// Scratch of an owned tick: every vertex's position at the tick's time.
+    positions: Vec<DVec3>,
 }
 
 impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     /// Builds a family over `kernel` for `vertex_count` vertices, with damping memory initialised
     /// from `positions` (so the first tick has no damping) and the given per-element clocks.
     ///
-    /// `binned`: power-of-two clock bins (the elements are re-ordered by bin, stably); otherwise
-    /// one bin at the smallest clock, in the given order.
+    /// `binned`: power-of-two clock bins, within each the elements ordered by lowest vertex
+    /// (stably), so that the elements of a range of vertices lie together ([`OwnedBin`]);
+    /// otherwise one bin at the smallest clock, in the given order.
     pub(crate) fn new(
         kernel: K,
         clocks: &[f64],
@@ -199,7 +208,18 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         let min = clocks.iter().copied().fold(f64::INFINITY, f64::min);
         let bin_of = |h: f64| if binned { clock_bin(h, min) } else { 0 };
         let mut order: Vec<u32> = (0..kernel.len() as u32).collect();
-        order.sort_by_key(|&e| bin_of(clocks[e as usize]));
+        // Binned, within a bin by lowest vertex: the elements a range of vertices owns are then
+        // a range of the bin's ([`OwnedBin`]). Unbinned, the order is kept: without
+        // super-elements each element's own event is numbered in the given order.
+        if binned {
+            let key = |e: u32| {
+                (
+                    bin_of(clocks[e as usize]),
+                    lowest(kernel.stencil(e as usize)),
+                )
+            };
+            order.sort_by_key(|&e| key(e));
+        }
         // Always copied: the copies are exactly sized, where tables grown by `push` hold up to
         // twice their length (a third of the families' memory at 10^6 vertices).
         let (kernel, clocks) = (kernel.permuted(&order), permute(clocks, &order));
@@ -216,21 +236,20 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
             let b = bin_of(clocks[start]);
             let end = start + clocks[start..].partition_point(|&h| bin_of(h) == b);
             let clock = if binned { bin_clock(b, min) } else { min };
-            bins.push(ClockBin::new(
-                &kernel,
-                start..end,
-                clock,
-                vertex_count,
-                chunk_len,
-            ));
+            let mut bin = ClockBin::new(&kernel, start..end, clock, vertex_count, chunk_len);
+            bin.by_lowest_vertex = binned;
+            bins.push(bin);
             start = end;
         }
+        let bin_count = bins.len();
         Self {
             kernel,
             memory,
             bins,
             impulses: Vec::new(),
             carry: HashMap::new(),
+            owned: (0..bin_count).map(|_| None).collect(),
+            positions: Vec::new(),
         }
     }
 
@@ -250,6 +269,19 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     /// Returns the largest squared speed of the vertices whose velocity it changed ([`faster`]:
     /// NaN if one is NaN), for the caller's speed check.
     pub(crate) fn tick_bin(&mut self, b: usize, t: f64, h: f64, state: &mut VertexState) -> f64 {
+        let owners = rayon::current_num_threads();
+        let bin = &self.bins[b];
+        let owned = bin.dense && bin.by_lowest_vertex;
+        if owners > 1 && owned && bin.elements.len() >= owners * OWNED_MIN_ELEMENTS {
+            self.tick_owned(b, owners, t, h, state)
+        } else {
+            self.tick_chunks(b, t, h, state)
+        }
+    }
+
+    /// [`Self::tick_bin`] chunk after chunk, each chunk's impulses and kicks split among the
+    /// pool's threads.
+    pub(crate) fn tick_chunks(&mut self, b: usize, t: f64, h: f64, state: &mut VertexState) -> f64 {
         let bin = &self.bins[b];
         let kernel = &self.kernel;
         let carry = &mut self.carry;
@@ -289,14 +321,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
                     });
             }
             let (impulses, carried) = (&self.impulses, &*carry);
-            let sum = |j: usize| {
-                let start = if has_bit(&chunk.resumed, j) {
-                    carried[&chunk.rows[j]]
-                } else {
-                    DVec3::ZERO
-                };
-                (chunk.gather.row(j).iter()).fold(start, |acc, &s| acc + impulses[s as usize])
-            };
+            let sum = |j: usize| chunk.sum(j, impulses, carried);
             // Rows are ascending, so are their vertices: blocks of rows kick disjoint ranges
             // of vertices, each on the thread that summed them.
             let vertex = |r: u32| {
@@ -340,6 +365,69 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         fastest
     }
 
+    /// [`Self::tick_bin`] of a dense bin on `owners` threads, owner-computes: each thread ticks
+    /// the elements touching its own range of vertices and kicks those vertices, chunk by
+    /// chunk, on its own; the only joins are after every vertex's position at `t` is read and
+    /// at the end ([`OwnedBin`]).
+    pub(crate) fn tick_owned(
+        &mut self,
+        b: usize,
+        owners: usize,
+        t: f64,
+        h: f64,
+        state: &mut VertexState,
+    ) -> f64 {
+        let n = state.len();
+        let bin = &self.bins[b];
+        let owned = match &mut self.owned[b] {
+            Some(owned) if owned.parts.len() == owners => owned,
+            slot => slot.insert(OwnedBin::new(&self.kernel, bin, owners, n)),
+        };
+        // The positions every owner reads: a vertex another owner kicks at `t` keeps its
+        // position at `t`, but its columns are being written.
+        let positions = &mut self.positions;
+        positions.resize(n, DVec3::ZERO);
+        let frozen = &*state;
+        (positions.par_chunks_mut(PAR_MIN_LEN).enumerate()).for_each_init(
+            || zone!("force_task"),
+            |_, (k, block)| {
+                let first = k * PAR_MIN_LEN;
+                for (i, p) in block.iter_mut().enumerate() {
+                    *p = frozen.position_at(first + i, t);
+                }
+            },
+        );
+        let memory = if self.memory.is_empty() {
+            Vec::new()
+        } else {
+            for part in &mut owned.parts {
+                part.ghost_memory.clear();
+                let ghosts = &part.elements[..part.ghosts];
+                (part.ghost_memory).extend(ghosts.iter().map(|&e| self.memory[e as usize]));
+            }
+            let mut rest = &mut self.memory[bin.elements.clone()];
+            let mut slices = Vec::with_capacity(owners);
+            for part in &owned.parts {
+                let (own, after) = std::mem::take(&mut rest).split_at_mut(part.own.len());
+                slices.push(own);
+                rest = after;
+            }
+            slices
+        };
+        let mut memory = memory.into_iter();
+        let views = state.kick_views(&owned.cuts[1..owners]);
+        let (kernel, positions) = (&self.kernel, &*positions);
+        let work: Vec<_> = (owned.parts.iter_mut().zip(views))
+            .map(|(part, view)| (part, view, memory.next().unwrap_or_default()))
+            .collect();
+        (work.into_par_iter().with_max_len(1))
+            .map_init(
+                || zone!("force_task"),
+                |_, (part, mut view, memory)| part.tick(kernel, positions, memory, &mut view, t, h),
+            )
+            .reduce(|| 0.0, faster)
+    }
+
     /// Ticks every element at time `t` with clock `h`, bin after bin (the synchronous
     /// baseline's step).
     pub(crate) fn tick_all(&mut self, t: f64, h: f64, state: &mut VertexState) {
@@ -378,6 +466,169 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     }
 }
 
+/// Fewest elements per owner for a dense bin to be ticked owner-computes ([`OwnedBin`]):
+/// below, the bin's own parallel passes split it finer.
+const OWNED_MIN_ELEMENTS: usize = 4 * PAR_MIN_LEN;
+
+/// The lowest vertex of a stencil.
+fn lowest<const N: usize>(stencil: [u32; N]) -> u32 {
+    stencil.into_iter().min().unwrap_or(u32::MAX)
+}
+
+/// A dense bin split among owners (owner-computes): owner `k` kicks the vertices
+/// `cuts[k]..cuts[k + 1]`, and ticks every element of the bin that touches one of them.
+///
+/// The bin's elements are sorted by lowest vertex, so the elements whose lowest vertex an owner
+/// owns are a range of the bin's (its *own* elements: it alone writes their damping memory).
+/// An element cut by a boundary is also ticked by each higher owner whose vertices it touches
+/// (a *ghost* there), which sums only its own vertices' impulses. Each owner lists its ghosts
+/// (lower elements) before its own, so every vertex sums the impulses of all its elements in
+/// ascending element order, chunk by chunk with carried sums, as the whole bin's pass does:
+/// the same bits on any number of owners.
+#[derive(Debug)]
+struct OwnedBin {
+    /// Vertex cuts, ascending: `0`, one per owner after the first, the vertex count.
+    cuts: Vec<usize>,
+    /// Per owner, what it ticks.
+    parts: Vec<OwnedPart>,
+}
+
+/// One owner's share of an [`OwnedBin`], with its scratch.
+#[derive(Debug)]
+struct OwnedPart {
+    /// The family's elements it ticks, ascending: its ghosts, then its own.
+    elements: Vec<u32>,
+    /// How many of `elements` are ghosts.
+    ghosts: usize,
+    /// Its own elements, a range of the family's.
+    own: Range<usize>,
+    /// Its elements in chunks: `Chunk::elements` are places in `elements`, rows are vertices.
+    chunks: Vec<Chunk>,
+    /// Scratch: one chunk's impulses.
+    impulses: Vec<DVec3>,
+    /// Scratch: the sums carried between chunks.
+    carry: HashMap<u32, DVec3>,
+    /// Scratch: the ghosts' damping memory, read before any owner writes its own.
+    ghost_memory: Vec<f64>,
+}
+
+impl OwnedBin {
+    /// Splits the dense `bin` of `kernel`'s elements among `owners`, balancing their own
+    /// elements, over `vertex_count` vertices.
+    fn new<const N: usize, K: ElementKernel<N>>(
+        kernel: &K,
+        bin: &ClockBin,
+        owners: usize,
+        vertex_count: usize,
+    ) -> Self {
+        let elements = bin.elements.clone();
+        let lowest_of = |e: usize| lowest(kernel.stencil(e)) as usize;
+        let lows: Vec<usize> = elements.clone().map(lowest_of).collect();
+        let mut cuts = vec![0];
+        for k in 1..owners {
+            let low = lows[k * elements.len() / owners];
+            cuts.push(low.max(*cuts.last().unwrap_or(&0)));
+        }
+        cuts.push(vertex_count);
+        let chunk_len = bin.chunks.first().map_or(1, |c| c.elements.len()).max(1);
+        let first_own = |cut: usize| elements.start + lows.partition_point(|&l| l < cut);
+        let parts = (0..owners)
+            .map(|k| {
+                let (from, to) = (cuts[k], cuts[k + 1]);
+                let own = first_own(from)..first_own(to);
+                let touches = |e: usize| {
+                    kernel
+                        .stencil(e)
+                        .iter()
+                        .any(|&v| (from..to).contains(&(v as usize)))
+                };
+                let mut list: Vec<u32> = (elements.start..own.start)
+                    .filter(|&e| touches(e))
+                    .map(|e| e as u32)
+                    .collect();
+                let ghosts = list.len();
+                list.extend(own.clone().map(|e| e as u32));
+                let row_of = |v: u32| (from..to).contains(&(v as usize)).then_some(v);
+                let mut chunks: Vec<Chunk> = (0..list.len())
+                    .step_by(chunk_len)
+                    .map(|start| {
+                        let places = start..(start + chunk_len).min(list.len());
+                        Chunk::new(kernel, places, |i| list[i] as usize, row_of)
+                    })
+                    .collect();
+                Chunk::link(&mut chunks, vertex_count);
+                OwnedPart {
+                    elements: list,
+                    ghosts,
+                    own,
+                    chunks,
+                    impulses: Vec::new(),
+                    carry: HashMap::new(),
+                    ghost_memory: Vec::new(),
+                }
+            })
+            .collect();
+        Self { cuts, parts }
+    }
+}
+
+impl OwnedPart {
+    /// Ticks this owner's elements at `t` with clock `h` from `positions` (every vertex's at
+    /// `t`), writing its own elements' damping memory to `memory` (empty for an undamped
+    /// family) and kicking its vertices in `view`. Returns the largest squared speed it made.
+    fn tick<const N: usize, K: ElementKernel<N>>(
+        &mut self,
+        kernel: &K,
+        positions: &[DVec3],
+        memory: &mut [f64],
+        view: &mut KickView<'_>,
+        t: f64,
+        h: f64,
+    ) -> f64 {
+        let (ghosts, own_start) = (self.ghosts, self.own.start);
+        self.carry.clear();
+        let mut fastest = 0.0;
+        for chunk in &self.chunks {
+            let places = chunk.elements.clone();
+            self.impulses.resize(places.len() * N, DVec3::ZERO);
+            let outs = self.impulses.chunks_exact_mut(N);
+            for (i, out) in places.zip(outs) {
+                let e = self.elements[i] as usize;
+                let p = gather_positions(positions, kernel.stencil(e));
+                // Undamped, no memory; a ghost's was read before the tick; an own element's
+                // is written back.
+                let own = (!memory.is_empty() && i >= ghosts).then_some(e - own_start);
+                let before = match own {
+                    Some(k) => memory[k],
+                    None => self.ghost_memory.get(i).copied().unwrap_or(UNDAMPED_MEMORY),
+                };
+                let (impulse, next) = kernel.tick(e, p, before, h);
+                out.copy_from_slice(&impulse);
+                if let Some(k) = own {
+                    memory[k] = next;
+                }
+            }
+            let (impulses, carried) = (&self.impulses, &self.carry);
+            for (j, &v) in chunk.rows.iter().enumerate() {
+                if !has_bit(&chunk.continuing, j) {
+                    let kicked = view.apply_impulse(v as usize, t, chunk.sum(j, impulses, carried));
+                    fastest = faster(kicked, fastest);
+                }
+            }
+            let carried_on: Vec<(u32, DVec3)> = (chunk.continuing_rows.iter())
+                .map(|&j| {
+                    (
+                        chunk.rows[j as usize],
+                        chunk.sum(j as usize, impulses, carried),
+                    )
+                })
+                .collect();
+            self.carry.extend(carried_on);
+        }
+        fastest
+    }
+}
+
 impl ClockBin {
     /// Whether the bin touches at least half of the simulation's vertices (contact then
     /// re-times every certificate after its tick).
@@ -413,44 +664,43 @@ impl ClockBin {
                 Chunk::new(
                     kernel,
                     start..(start + chunk_len).min(elements.end),
-                    &row_of,
+                    |e| e,
+                    |v| Some(row_of[v as usize]),
                 )
             })
             .collect();
         let row_count = if dense { vertex_count } else { vertices.len() };
-        let resumed = rows_seen_before(chunks.iter(), row_count);
-        let mut continuing = rows_seen_before(chunks.iter().rev(), row_count);
-        continuing.reverse();
-        for ((chunk, resumed), continuing) in chunks.iter_mut().zip(resumed).zip(continuing) {
-            chunk.continuing_rows = (0..chunk.rows.len() as u32)
-                .filter(|&j| has_bit(&continuing, j as usize))
-                .collect();
-            (chunk.resumed, chunk.continuing) = (resumed, continuing);
-        }
+        Chunk::link(&mut chunks, row_count);
         Self {
             clock,
             elements,
             vertices,
             chunks,
             dense,
+            by_lowest_vertex: false,
         }
     }
 }
 
 impl Chunk {
-    /// The chunk of `kernel`'s elements `elements`, whose vertex `v` adds to the bin's sum row
-    /// `row_of[v]`.
+    /// The chunk of the elements at places `elements` of a list (`element_at` gives the
+    /// family's element at a place), whose vertex `v` adds to the sum row `row_of(v)` (none:
+    /// its impulses are summed elsewhere).
     fn new<const N: usize, K: ElementKernel<N>>(
         kernel: &K,
         elements: Range<usize>,
-        row_of: &[u32],
+        element_at: impl Fn(usize) -> usize,
+        row_of: impl Fn(u32) -> Option<u32>,
     ) -> Self {
         let start = elements.start;
-        // Every slot of the chunk: its sum row and its index in the chunk's impulses.
+        let (element_at, row_of) = (&element_at, &row_of);
+        // Every slot of the chunk that is summed: its row and its index in the chunk's impulses.
         let slots = || {
-            elements.clone().flat_map(move |e| {
-                let stencil = kernel.stencil(e);
-                (0..N).map(move |k| (row_of[stencil[k] as usize], ((e - start) * N + k) as u16))
+            elements.clone().flat_map(|i| {
+                let stencil = kernel.stencil(element_at(i));
+                (0..N).filter_map(move |k| {
+                    row_of(stencil[k]).map(|row| (row, ((i - start) * N + k) as u16))
+                })
             })
         };
         let mut rows: Vec<u32> = slots().map(|(row, _)| row).collect();
@@ -466,6 +716,31 @@ impl Chunk {
             resumed: Vec::new(),
             continuing: Vec::new(),
             continuing_rows: Vec::new(),
+        }
+    }
+
+    /// The sum of row `j` after this chunk: the sum carried in from earlier chunks (if the row
+    /// is resumed) plus the chunk's `impulses` of the row, in slot order.
+    fn sum(&self, j: usize, impulses: &[DVec3], carried: &HashMap<u32, DVec3>) -> DVec3 {
+        let start = if has_bit(&self.resumed, j) {
+            carried[&self.rows[j]]
+        } else {
+            DVec3::ZERO
+        };
+        (self.gather.row(j).iter()).fold(start, |acc, &s| acc + impulses[s as usize])
+    }
+
+    /// Marks, in `chunks` (one bin's or one owner's, in order), the rows an earlier chunk also
+    /// has and those a later chunk also has, over rows below `row_count`.
+    fn link(chunks: &mut [Chunk], row_count: usize) {
+        let resumed = rows_seen_before(chunks.iter(), row_count);
+        let mut continuing = rows_seen_before(chunks.iter().rev(), row_count);
+        continuing.reverse();
+        for ((chunk, resumed), continuing) in chunks.iter_mut().zip(resumed).zip(continuing) {
+            chunk.continuing_rows = (0..chunk.rows.len() as u32)
+                .filter(|&j| has_bit(&continuing, j as usize))
+                .collect();
+            (chunk.resumed, chunk.continuing) = (resumed, continuing);
         }
     }
 }
@@ -630,6 +905,53 @@ mod tests {
                 assert_eq!(bits(&s.x), bits(&reference.x), "chunks of {chunk_len}");
                 assert_eq!(chunked.memory, whole.memory, "chunks of {chunk_len}");
             }
+        }
+    }
+
+    #[test]
+    fn owners_of_any_number_tick_a_dense_bin_to_the_same_bits() {
+        let (mut kernel, _, mut state) = chain(3000);
+        for (i, v) in state.v.iter_mut().enumerate() {
+            *v = DVec3::new(0.3 * i as f64, -1.0, 0.1 * (i % 3) as f64);
+        }
+        // A hub: every owner sums impulses of springs that owner 0 owns (its ghosts), and
+        // vertex 0's sum runs over every chunk.
+        let rest: Vec<DVec3> = state.x.iter().map(|p| *p * 0.9).collect();
+        for i in (2..state.len() as u32).step_by(5) {
+            kernel.push(0, i, &rest, 100.0, 0.5);
+        }
+        // One clock: one bin, binned (so ordered by lowest vertex, the hub's springs first).
+        let clocks = vec![1e-3; kernel.len()];
+        let bits = |v: &[DVec3]| -> Vec<[u64; 3]> {
+            v.iter().map(|p| p.to_array().map(f64::to_bits)).collect()
+        };
+        let h = 1e-3;
+        let family = || {
+            SpringFamily::with_chunk_len(kernel.clone(), &clocks, &state.x, state.len(), true, 500)
+        };
+        for owners in [1, 2, 3, 4, 7] {
+            let (mut whole, mut owned) = (family(), family());
+            assert!(whole.bins[0].is_dense() && whole.bins[0].chunks.len() > 1);
+            let (mut reference, mut s) = (state.clone(), state.clone());
+            // The second tick reuses the split, and reads the damping memory the first wrote.
+            for t in [2.5e-3, 5e-3] {
+                let fastest = whole.tick_chunks(0, t, h, &mut reference);
+                let got = owned.tick_owned(0, owners, t, h, &mut s);
+                assert_eq!(got.to_bits(), fastest.to_bits(), "{owners} owners at {t}");
+                assert_eq!(bits(&s.v), bits(&reference.v), "{owners} owners at {t}");
+                assert_eq!(bits(&s.x), bits(&reference.x), "{owners} owners at {t}");
+                assert_eq!(s.t, reference.t, "{owners} owners at {t}");
+                assert_eq!(owned.memory, whole.memory, "{owners} owners at {t}");
+            }
+            let parts = &owned.owned[0].as_ref().expect("split").parts;
+            assert_eq!(parts.len(), owners);
+            // Owners sum impulses of springs (to the hub, across cuts) that they do not own.
+            assert!(
+                owners == 1 || parts.iter().any(|p| p.ghosts > 0),
+                "{owners} owners"
+            );
+            let own: usize = parts.iter().map(|p| p.own.len()).sum();
+            assert_eq!(own, kernel.len(), "each spring has one owner");
         }
     }
 

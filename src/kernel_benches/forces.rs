@@ -1,7 +1,7 @@
 //! One super-element tick of stretching and of bending on square sheets.
 //!
-//! Reports element updates per second (criterion's throughput); run on one thread
-//! (`RAYON_NUM_THREADS=1`) for the per-core figure.
+//! Reports element updates per second (criterion's throughput), on one thread and on two, for
+//! both ways a bin is ticked (`ElementFamily::tick_chunks`, `ElementFamily::tick_owned`).
 
 use crate::forces::{HingeFamily, HingeKernel, SpringFamily, SpringKernel};
 use crate::mesh::{lumped_masses, sheet, Topology};
@@ -42,8 +42,9 @@ fn model(n: usize) -> Model {
     }
     let sc = vec![1e-4; sk.ends.len()];
     let hc = vec![1e-4; hk.verts.len()];
-    let springs = SpringFamily::new(sk, &sc, &state.x, state.len(), false);
-    let hinges = HingeFamily::new(hk, &hc, &state.x, state.len(), false);
+    // Binned (one bin, as every clock is the same): the elements in the order a scene's are.
+    let springs = SpringFamily::new(sk, &sc, &state.x, state.len(), true);
+    let hinges = HingeFamily::new(hk, &hc, &state.x, state.len(), true);
     Model {
         state,
         springs,
@@ -55,16 +56,38 @@ fn super_element_tick(c: &mut Criterion) {
     let mut group = c.benchmark_group("super_element_tick");
     group.sample_size(10);
     group.measurement_time(std::time::Duration::from_secs(3));
-    for n in [100, 1000] {
+    for n in [100, 316, 1000] {
         let mut m = model(n);
-        group.throughput(Throughput::Elements(m.springs.len() as u64));
-        group.bench_with_input(BenchmarkId::new("stretching", n * n), &n, |b, _| {
-            b.iter(|| m.springs.tick_all(0.0, 1e-4, &mut m.state))
-        });
-        group.throughput(Throughput::Elements(m.hinges.len() as u64));
-        group.bench_with_input(BenchmarkId::new("bending", n * n), &n, |b, _| {
-            b.iter(|| m.hinges.tick_all(0.0, 1e-4, &mut m.state))
-        });
+        for threads in [1, 2] {
+            let Ok(pool) = rayon::ThreadPoolBuilder::new().num_threads(threads).build() else {
+                continue;
+            };
+            // Chunk by chunk, each chunk's impulses and kicks split among the threads, against
+            // owner-computes, each thread ticking its own vertices' elements.
+            for owned in [false, true] {
+                let way = if owned { "owned" } else { "chunks" };
+                let id = |kind: &str| BenchmarkId::new(format!("{kind}/{way}/{threads}t"), n * n);
+                let (springs, hinges, state) = (&mut m.springs, &mut m.hinges, &mut m.state);
+                group.throughput(Throughput::Elements(springs.len() as u64));
+                group.bench_with_input(id("stretching"), &n, |b, _| {
+                    pool.install(|| {
+                        b.iter(|| match owned {
+                            true => springs.tick_owned(0, threads, 0.0, 1e-4, state),
+                            false => springs.tick_chunks(0, 0.0, 1e-4, state),
+                        })
+                    })
+                });
+                group.throughput(Throughput::Elements(hinges.len() as u64));
+                group.bench_with_input(id("bending"), &n, |b, _| {
+                    pool.install(|| {
+                        b.iter(|| match owned {
+                            true => hinges.tick_owned(0, threads, 0.0, 1e-4, state),
+                            false => hinges.tick_chunks(0, 0.0, 1e-4, state),
+                        })
+                    })
+                });
+            }
+        }
     }
     group.finish();
 }
