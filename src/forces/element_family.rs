@@ -265,6 +265,8 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     /// touches it (a vertex whose velocity does not change is not written); only the sums of
     /// vertices that later chunks still add to are carried, not a sum for every vertex. A
     /// vertex kicked at `t` keeps its position at `t`, so later chunks read the same positions.
+    /// On two threads or more, a large dense bin of a binned family is ticked owner-computes
+    /// instead ([`Self::tick_owned`]), to the same bits.
     ///
     /// Returns the largest squared speed of the vertices whose velocity it changed ([`faster`]:
     /// NaN if one is NaN), for the caller's speed check.
