@@ -112,9 +112,6 @@ pub struct ClockBin {
     /// the simulation's vertex ids (row `v` for vertex `v`); otherwise row `r` is for
     /// `vertices[r]`.
     dense: bool,
-    /// Whether its elements are ordered by lowest vertex (a binned family's), which a tick
-    /// owner-computes needs ([`OwnedBin`]).
-    by_lowest_vertex: bool,
 }
 
 /// At most this many impulses (`N` an element) are held at once: a bin is ticked chunk by chunk,
@@ -173,6 +170,9 @@ pub struct ElementFamily<const N: usize, K> {
     owned: Vec<Option<OwnedBin>>,
     /// Scratch of an owned tick: every vertex's position at the tick's time.
     positions: Vec<DVec3>,
+    /// Whether the family is binned, each bin's elements then ordered by lowest vertex, which
+    /// a tick owner-computes needs ([`OwnedBin`]).
+    binned: bool,
 }
 
 impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
@@ -236,9 +236,13 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
             let b = bin_of(clocks[start]);
             let end = start + clocks[start..].partition_point(|&h| bin_of(h) == b);
             let clock = if binned { bin_clock(b, min) } else { min };
-            let mut bin = ClockBin::new(&kernel, start..end, clock, vertex_count, chunk_len);
-            bin.by_lowest_vertex = binned;
-            bins.push(bin);
+            bins.push(ClockBin::new(
+                &kernel,
+                start..end,
+                clock,
+                vertex_count,
+                chunk_len,
+            ));
             start = end;
         }
         let bin_count = bins.len();
@@ -250,6 +254,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
             carry: HashMap::new(),
             owned: (0..bin_count).map(|_| None).collect(),
             positions: Vec::new(),
+            binned,
         }
     }
 
@@ -273,7 +278,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     pub(crate) fn tick_bin(&mut self, b: usize, t: f64, h: f64, state: &mut VertexState) -> f64 {
         let owners = rayon::current_num_threads();
         let bin = &self.bins[b];
-        let owned = bin.dense && bin.by_lowest_vertex;
+        let owned = bin.dense && self.binned;
         if owners > 1 && owned && bin.elements.len() >= owners * OWNED_MIN_ELEMENTS {
             self.tick_owned(b, owners, t, h, state)
         } else {
@@ -679,7 +684,6 @@ impl ClockBin {
             vertices,
             chunks,
             dense,
-            by_lowest_vertex: false,
         }
     }
 }

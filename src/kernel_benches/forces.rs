@@ -3,10 +3,13 @@
 //! Reports element updates per second (criterion's throughput), on one thread and on two, for
 //! both ways a bin is ticked (`ElementFamily::tick_chunks`, `ElementFamily::tick_owned`).
 
-use crate::forces::{HingeFamily, HingeKernel, SpringFamily, SpringKernel};
+use crate::forces::{
+    ElementFamily, ElementKernel, HingeFamily, HingeKernel, SpringFamily, SpringKernel,
+};
 use crate::mesh::{lumped_masses, sheet, Topology};
 use crate::state::{VertexKind, VertexState};
-use criterion::{BenchmarkId, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput};
 use glam::DVec3;
 
 struct Model {
@@ -65,31 +68,47 @@ fn super_element_tick(c: &mut Criterion) {
             // Chunk by chunk, each chunk's impulses and kicks split among the threads, against
             // owner-computes, each thread ticking its own vertices' elements.
             for owned in [false, true] {
-                let way = if owned { "owned" } else { "chunks" };
-                let id = |kind: &str| BenchmarkId::new(format!("{kind}/{way}/{threads}t"), n * n);
-                let (springs, hinges, state) = (&mut m.springs, &mut m.hinges, &mut m.state);
-                group.throughput(Throughput::Elements(springs.len() as u64));
-                group.bench_with_input(id("stretching"), &n, |b, _| {
-                    pool.install(|| {
-                        b.iter(|| match owned {
-                            true => springs.tick_owned(0, threads, 0.0, 1e-4, state),
-                            false => springs.tick_chunks(0, 0.0, 1e-4, state),
-                        })
-                    })
-                });
-                group.throughput(Throughput::Elements(hinges.len() as u64));
-                group.bench_with_input(id("bending"), &n, |b, _| {
-                    pool.install(|| {
-                        b.iter(|| match owned {
-                            true => hinges.tick_owned(0, threads, 0.0, 1e-4, state),
-                            false => hinges.tick_chunks(0, 0.0, 1e-4, state),
-                        })
-                    })
-                });
+                let name = if owned { "owned" } else { "chunks" };
+                let id = |kind: &str| BenchmarkId::new(format!("{kind}/{name}/{threads}t"), n * n);
+                let way = Way {
+                    pool: &pool,
+                    threads,
+                    owned,
+                };
+                way.bench(&mut group, id("stretching"), &mut m.springs, &mut m.state);
+                way.bench(&mut group, id("bending"), &mut m.hinges, &mut m.state);
             }
         }
     }
     group.finish();
+}
+
+/// How a bin is ticked in a benchmark: on which pool, and owner-computes or chunk by chunk.
+struct Way<'a> {
+    pool: &'a rayon::ThreadPool,
+    threads: usize,
+    owned: bool,
+}
+
+impl Way<'_> {
+    /// Benchmarks one tick of `family`'s first bin, as `id`, in elements per second.
+    fn bench<const N: usize, K: ElementKernel<N> + Send>(
+        &self,
+        group: &mut BenchmarkGroup<'_, WallTime>,
+        id: BenchmarkId,
+        family: &mut ElementFamily<N, K>,
+        state: &mut VertexState,
+    ) {
+        group.throughput(Throughput::Elements(family.len() as u64));
+        group.bench_function(id, |b| {
+            self.pool.install(|| {
+                b.iter(|| match self.owned {
+                    true => family.tick_owned(0, self.threads, 0.0, 1e-4, state),
+                    false => family.tick_chunks(0, 0.0, 1e-4, state),
+                })
+            })
+        });
+    }
 }
 
 /// Every benchmark of this file, in order (what `cargo bench --features bench-kernels --bench forces` runs).
