@@ -277,13 +277,24 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     /// NaN if one is NaN), for the caller's speed check.
     pub(crate) fn tick_bin(&mut self, b: usize, t: f64, h: f64, state: &mut VertexState) -> f64 {
         let owners = rayon::current_num_threads();
-        let bin = &self.bins[b];
-        let owned = bin.dense && self.binned;
-        if owners > 1 && owned && bin.elements.len() >= owners * OWNED_MIN_ELEMENTS {
+        if owners > 1 && self.owns(b, owners, state.len()) {
             self.tick_owned(b, owners, t, h, state)
         } else {
             self.tick_chunks(b, t, h, state)
         }
+    }
+
+    /// Whether bin `b` is ticked owner-computes on `owners` threads: a large dense bin of a
+    /// binned family whose split among them ticks few elements twice (at most one in
+    /// [`OWNED_GHOST_RATIO`]; a shell's hinges cut by a range's end can be more, and ticking
+    /// them twice costs more than the chunked pass's joins). Keeps the split it examined.
+    fn owns(&mut self, b: usize, owners: usize, vertex_count: usize) -> bool {
+        let bin = &self.bins[b];
+        if !(bin.dense && self.binned && bin.elements.len() >= owners * OWNED_MIN_ELEMENTS) {
+            return false;
+        }
+        let owned = split(&mut self.owned[b], &self.kernel, bin, owners, vertex_count);
+        owned.ghosts() * OWNED_GHOST_RATIO <= bin.elements.len()
     }
 
     /// [`Self::tick_bin`] chunk after chunk, each chunk's impulses and kicks split among the
@@ -386,10 +397,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
     ) -> f64 {
         let n = state.len();
         let bin = &self.bins[b];
-        let owned = match &mut self.owned[b] {
-            Some(owned) if owned.parts.len() == owners => owned,
-            slot => slot.insert(OwnedBin::new(&self.kernel, bin, owners, n)),
-        };
+        let owned = split(&mut self.owned[b], &self.kernel, bin, owners, n);
         // The positions every owner reads: a vertex another owner kicks at `t` keeps its
         // position at `t`, but its columns are being written.
         let positions = &mut self.positions;
@@ -477,9 +485,83 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
 /// below, the bin's own parallel passes split it finer.
 const OWNED_MIN_ELEMENTS: usize = 4 * PAR_MIN_LEN;
 
+/// A dense bin is ticked owner-computes only if at most one in this many of its elements is
+/// ticked twice (a ghost of some owner). Measured on `bunny_compactor`'s blob on two threads
+/// (the forces benchmark, `-- blob`): its springs' split ticks 2% twice and takes 0.79x the
+/// chunked pass's time, its hinges' 12% and 1.07x.
+const OWNED_GHOST_RATIO: usize = 16;
+
+/// The split of `bin` among `owners` kept in `slot`, built if `slot` holds none or one for
+/// another number of owners.
+fn split<'a, const N: usize, K: ElementKernel<N>>(
+    slot: &'a mut Option<OwnedBin>,
+    kernel: &K,
+    bin: &ClockBin,
+    owners: usize,
+    vertex_count: usize,
+) -> &'a mut OwnedBin {
+    if slot
+        .as_ref()
+        .is_some_and(|owned| owned.parts.len() != owners)
+    {
+        *slot = None;
+    }
+    slot.get_or_insert_with(|| OwnedBin::new(kernel, bin, owners, vertex_count))
+}
+
 /// The lowest vertex of a stencil.
 fn lowest<const N: usize>(stencil: [u32; N]) -> u32 {
     stencil.into_iter().min().unwrap_or(u32::MAX)
+}
+
+/// Vertex cuts `0 = c_0 <= c_1 <= ... <= c_owners = vertex_count` that balance the elements
+/// each owner ticks, given every element's lowest vertex (`lows`, ascending: the bin's order)
+/// and highest vertex (`highs`, ascending).
+///
+/// Owner `k` ticks the elements whose vertices span into `c_k..c_k+1`: those with lowest vertex
+/// below `c_k+1`, less those wholly below `c_k`. The smallest largest count is found by
+/// bisection, each candidate cut greedily (every cut as far up as the count allows).
+fn balanced_cuts(
+    lows: &[usize],
+    highs: &[usize],
+    owners: usize,
+    vertex_count: usize,
+) -> Vec<usize> {
+    let elements = lows.len();
+    // The cuts that keep each owner's count within `most`, if `owners` owners suffice.
+    let cut = |most: usize| -> Option<Vec<usize>> {
+        let mut cuts = vec![0];
+        for _ in 1..owners {
+            let from = *cuts.last().unwrap_or(&0);
+            let below = highs.partition_point(|&h| h < from);
+            let to = lows
+                .get(most + below)
+                .map_or(vertex_count, |&low| low.max(from));
+            cuts.push(to);
+        }
+        let last = *cuts.last().unwrap_or(&0);
+        (elements - highs.partition_point(|&h| h < last) <= most).then(|| {
+            cuts.push(vertex_count);
+            cuts
+        })
+    };
+    let (mut low, mut high) = (elements.div_ceil(owners.max(1)), elements);
+    while low < high {
+        let mid = (low + high) / 2;
+        if cut(mid).is_some() {
+            high = mid;
+        } else {
+            low = mid + 1;
+        }
+    }
+    // A count of every element is always met, so the search ends at a count that is: the
+    // fallback (every vertex to the first owner) is never taken.
+    cut(high).unwrap_or_else(|| {
+        let mut cuts = vec![0];
+        cuts.resize(owners, vertex_count);
+        cuts.push(vertex_count);
+        cuts
+    })
 }
 
 /// A dense bin split among owners (owner-computes): owner `k` kicks the vertices
@@ -520,8 +602,13 @@ struct OwnedPart {
 }
 
 impl OwnedBin {
-    /// Splits the dense `bin` of `kernel`'s elements among `owners`, balancing their own
-    /// elements, over `vertex_count` vertices.
+    /// How many elements the owners tick that they do not own (each is ticked twice or more).
+    fn ghosts(&self) -> usize {
+        self.parts.iter().map(|part| part.ghosts).sum()
+    }
+
+    /// Splits the dense `bin` of `kernel`'s elements among `owners`, balancing the elements
+    /// each ticks (its own and its ghosts), over `vertex_count` vertices.
     fn new<const N: usize, K: ElementKernel<N>>(
         kernel: &K,
         bin: &ClockBin,
@@ -531,12 +618,11 @@ impl OwnedBin {
         let elements = bin.elements.clone();
         let lowest_of = |e: usize| lowest(kernel.stencil(e)) as usize;
         let lows: Vec<usize> = elements.clone().map(lowest_of).collect();
-        let mut cuts = vec![0];
-        for k in 1..owners {
-            let low = lows[k * elements.len() / owners];
-            cuts.push(low.max(*cuts.last().unwrap_or(&0)));
-        }
-        cuts.push(vertex_count);
+        let mut highs: Vec<usize> = (elements.clone())
+            .map(|e| kernel.stencil(e).into_iter().max().unwrap_or(0) as usize)
+            .collect();
+        highs.sort_unstable();
+        let cuts = balanced_cuts(&lows, &highs, owners, vertex_count);
         let chunk_len = bin.chunks.first().map_or(1, |c| c.elements.len()).max(1);
         let first_own = |cut: usize| elements.start + lows.partition_point(|&l| l < cut);
         let parts = (0..owners)
@@ -959,6 +1045,92 @@ mod tests {
             let own: usize = parts.iter().map(|p| p.own.len()).sum();
             assert_eq!(own, kernel.len(), "each spring has one owner");
         }
+    }
+
+    /// The most elements any owner ticks under `cuts`: owner `k` those spanning into
+    /// `cuts[k]..cuts[k + 1]`.
+    fn most_ticked(spans: &[(usize, usize)], cuts: &[usize]) -> usize {
+        (cuts.windows(2))
+            .map(|r| {
+                (spans.iter())
+                    .filter(|&&(lo, hi)| lo < r[1] && hi >= r[0])
+                    .count()
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn balanced_cuts_tick_as_few_elements_per_owner_as_the_best_cuts() {
+        let mut rng = crate::test_rng::Rng(5);
+        for trial in 0..200 {
+            let vertices = 2 + (rng.next_u64() % 40) as usize;
+            let count = 1 + (rng.next_u64() % 60) as usize;
+            // Mostly short spans, some long (a hub, a seam).
+            let mut spans: Vec<(usize, usize)> = (0..count)
+                .map(|_| {
+                    let lo = (rng.next_u64() % vertices as u64) as usize;
+                    let reach = if rng.next_u64() % 8 == 0 { vertices } else { 4 };
+                    let hi = (lo + (rng.next_u64() % reach as u64) as usize).min(vertices - 1);
+                    (lo, hi)
+                })
+                .collect();
+            spans.sort_unstable();
+            let lows: Vec<usize> = spans.iter().map(|s| s.0).collect();
+            let mut highs: Vec<usize> = spans.iter().map(|s| s.1).collect();
+            highs.sort_unstable();
+            for owners in [1, 2, 3] {
+                let cuts = balanced_cuts(&lows, &highs, owners, vertices);
+                assert_eq!(cuts.len(), owners + 1, "trial {trial}");
+                assert_eq!((cuts[0], cuts[owners]), (0, vertices), "trial {trial}");
+                assert!(
+                    cuts.windows(2).all(|c| c[0] <= c[1]),
+                    "trial {trial}: {cuts:?}"
+                );
+                // Every choice of cuts, by brute force.
+                let mut best = usize::MAX;
+                for a in 0..=vertices {
+                    for b in a..=vertices {
+                        let all = match owners {
+                            1 => vec![0, vertices],
+                            2 => vec![0, a, vertices],
+                            _ => vec![0, a, b, vertices],
+                        };
+                        best = best.min(most_ticked(&spans, &all));
+                    }
+                }
+                let got = most_ticked(&spans, &cuts);
+                assert_eq!(got, best, "trial {trial}, {owners} owners: {cuts:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_bin_whose_split_ticks_many_elements_twice_keeps_the_chunked_pass() {
+        let (kernel, _, state) = chain(3000);
+        let clocks = vec![1e-3; kernel.len()];
+        let family = |kernel: SpringKernel| {
+            SpringFamily::with_chunk_len(kernel, &clocks, &state.x, state.len(), true, 500)
+        };
+        // A chain: one spring cut by the cut, ticked twice.
+        let mut chain_family = family(kernel.clone());
+        assert!(chain_family.owns(0, 2, state.len()));
+        // Every vertex also tied to the one across the middle: each of those springs spans the
+        // cut, whichever it is, so at least a third of them are ticked twice.
+        let mut crossed = kernel.clone();
+        let (rest, half) = (state.x.clone(), state.len() as u32 / 2);
+        for i in 0..half {
+            crossed.push(i, i + half, &rest, 100.0, 0.5);
+        }
+        let clocks = vec![1e-3; crossed.len()];
+        let mut crossed_family =
+            SpringFamily::with_chunk_len(crossed, &clocks, &state.x, state.len(), true, 500);
+        assert!(!crossed_family.owns(0, 2, state.len()));
+        let ghosts = crossed_family.owned[0].as_ref().expect("split").ghosts();
+        assert!(
+            ghosts * OWNED_GHOST_RATIO > crossed_family.len(),
+            "{ghosts} ghosts"
+        );
     }
 
     #[test]
