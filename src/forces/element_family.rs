@@ -528,8 +528,9 @@ fn balanced_cuts(
     vertex_count: usize,
 ) -> Vec<usize> {
     let elements = lows.len();
-    // The cuts that keep each owner's count within `most`, if `owners` owners suffice.
-    let cut = |most: usize| -> Option<Vec<usize>> {
+    // Each cut as far up as keeps its owner's count within `most`, and whether the last
+    // owner's count is within it too.
+    let cut = |most: usize| -> (Vec<usize>, bool) {
         let mut cuts = vec![0];
         for _ in 1..owners {
             let from = *cuts.last().unwrap_or(&0);
@@ -540,28 +541,21 @@ fn balanced_cuts(
             cuts.push(to);
         }
         let last = *cuts.last().unwrap_or(&0);
-        (elements - highs.partition_point(|&h| h < last) <= most).then(|| {
-            cuts.push(vertex_count);
-            cuts
-        })
+        let fits = elements - highs.partition_point(|&h| h < last) <= most;
+        cuts.push(vertex_count);
+        (cuts, fits)
     };
+    // Every element is within a count of all of them, so `high` always fits.
     let (mut low, mut high) = (elements.div_ceil(owners.max(1)), elements);
     while low < high {
         let mid = (low + high) / 2;
-        if cut(mid).is_some() {
+        if cut(mid).1 {
             high = mid;
         } else {
             low = mid + 1;
         }
     }
-    // A count of every element is always met, so the search ends at a count that is: the
-    // fallback (every vertex to the first owner) is never taken.
-    cut(high).unwrap_or_else(|| {
-        let mut cuts = vec![0];
-        cuts.resize(owners, vertex_count);
-        cuts.push(vertex_count);
-        cuts
-    })
+    cut(high).0
 }
 
 /// A dense bin split among owners (owner-computes): owner `k` kicks the vertices
