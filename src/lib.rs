@@ -60,6 +60,7 @@ pub mod scene;
 pub mod state;
 mod stepper;
 pub mod sync;
+mod team;
 #[cfg(test)]
 mod test_rng;
 pub mod threads;

@@ -16,11 +16,11 @@ mod simulation;
 mod speculative;
 mod stats;
 mod triangle_pairs;
-mod warm_workers;
+
 pub(crate) mod watchdog;
 
+pub use crate::team::WaitPolicy;
 pub use contact::ContactStats;
 pub use processed::Processed;
 pub use simulation::Simulation;
 pub use stats::{EventCounts, Stats};
-pub use warm_workers::WaitPolicy;

@@ -10,12 +10,13 @@ use glam::DVec3;
 
 use super::event_loop::EventLoop;
 use super::speculative::Speculative;
-use super::{build, warm_workers, Processed, Stats, WaitPolicy};
+use super::{build, Processed, Stats, WaitPolicy};
 use crate::events::Scheduler;
 use crate::model::Model;
 use crate::scene::{Method, Scene, SceneError};
 use crate::state::{beyond, VertexKind};
 use crate::stepper::{FrameSink, FrameSource, PenaltyNow, Stepper};
+use crate::team::Team;
 use crate::{RunError, RunStats, SteerError};
 
 /// ACM's driver: the model, advanced by a stream of events (see the module docs).
@@ -192,12 +193,12 @@ impl Stepper for Simulation {
 
     fn run_until(&mut self, until: f64, sink: &mut dyn FrameSink) -> Result<(), RunError> {
         let started = Instant::now();
-        let warm = warm_workers::WarmWorkers::start(self.event_loop.wait);
+        let team = Team::start(self.event_loop.wait);
         let result = match &mut self.schedule {
             Schedule::Certificates => self.event_loop.run_certified(until, sink),
             Schedule::Windows(spec) => spec.run_until(&mut self.event_loop, until, sink),
         };
-        drop(warm);
+        drop(team);
         self.event_loop.stats.run.wall_seconds += started.elapsed().as_secs_f64();
         crate::profiling::flush_workers();
         self.event_loop.refresh_stats();

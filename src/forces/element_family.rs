@@ -16,10 +16,11 @@ use rayon::prelude::*;
 use crate::mesh::Csr;
 use crate::profiling::zone;
 use crate::state::{faster, KickView, VertexState};
+use crate::team;
 
-/// Minimum number of elements (or vertices) per rayon task: an element costs 10-85 ns, so a
-/// task is a few microseconds or more, above what a fork costs while the pool's workers are
-/// awake (`engine::warm_workers`).
+/// Fewest elements (or rows) per parallel block: an element costs 10-85 ns, so a block is a
+/// few microseconds or more, above what handing it to another thread costs while the pool's
+/// workers are awake ([`crate::team`]).
 const PAR_MIN_LEN: usize = 256;
 
 /// The physics of one kind of element with `N` vertices, over a structure-of-arrays parameter table.
@@ -297,8 +298,8 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         owned.ghosts() * OWNED_GHOST_RATIO <= bin.elements.len()
     }
 
-    /// [`Self::tick_bin`] chunk after chunk, each chunk's impulses and kicks split among the
-    /// pool's threads.
+    /// [`Self::tick_bin`] chunk after chunk, each chunk's impulses and kicks cut into one
+    /// block a thread ([`team::map_parts`]: block `k` on the same thread at every tick).
     pub(crate) fn tick_chunks(&mut self, b: usize, t: f64, h: f64, state: &mut VertexState) -> f64 {
         let bin = &self.bins[b];
         let kernel = &self.kernel;
@@ -313,35 +314,47 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
                 self.impulses.resize(slots, DVec3::ZERO);
             }
             let positions = &*state;
-            let tick = |i: usize, memory: f64| {
-                let e = range.start + i;
+            let tick = |e: usize, memory: f64| {
                 let p = kernel
                     .stencil(e)
                     .map(|v| positions.position_at(v as usize, t));
                 kernel.tick(e, p, memory, h)
             };
-            // One zone per rayon task (opened when the task starts, closed when it ends), so
-            // a trace shows which worker ran which part of the tick.
-            let task = || zone!("force_task");
-            let outs = self.impulses[..slots].par_chunks_mut(N);
-            if self.memory.is_empty() {
-                (outs.enumerate().with_min_len(PAR_MIN_LEN)).for_each_init(task, |_, (i, out)| {
-                    out.copy_from_slice(&tick(i, UNDAMPED_MEMORY).0)
-                });
-            } else {
-                (outs.zip(self.memory[range.clone()].par_iter_mut()))
-                    .enumerate()
-                    .with_min_len(PAR_MIN_LEN)
-                    .for_each_init(task, |_, (i, (out, memory))| {
-                        let (impulse, next) = tick(i, *memory);
-                        out.copy_from_slice(&impulse);
-                        *memory = next;
-                    });
+            // The chunk's elements in one block a thread (a few hundred at least), block `k`
+            // on the team's member `k` at every tick.
+            let blocks = team::parts().min(range.len() / PAR_MIN_LEN).max(1);
+            let ends = |k: usize| range.len() * k / blocks;
+            let mut pieces = Vec::with_capacity(blocks);
+            let (mut outs, mut memories) = (&mut self.impulses[..slots], &mut self.memory[..]);
+            if !memories.is_empty() {
+                memories = &mut memories[range.clone()];
             }
+            for k in 0..blocks {
+                let len = ends(k + 1) - ends(k);
+                let (out, after) = std::mem::take(&mut outs).split_at_mut(len * N);
+                let memory = if memories.is_empty() {
+                    &mut [][..]
+                } else {
+                    let (memory, after) = std::mem::take(&mut memories).split_at_mut(len);
+                    memories = after;
+                    memory
+                };
+                pieces.push((range.start + ends(k), out, memory));
+                outs = after;
+            }
+            team::map_parts(&mut pieces, |(first, out, memory)| {
+                let _zone = zone!("force_task");
+                for (i, out) in out.chunks_exact_mut(N).enumerate() {
+                    let remembered = memory.get(i).copied().unwrap_or(UNDAMPED_MEMORY);
+                    let (impulse, next) = tick(*first + i, remembered);
+                    out.copy_from_slice(&impulse);
+                    if let Some(slot) = memory.get_mut(i) {
+                        *slot = next;
+                    }
+                }
+            });
             let (impulses, carried) = (&self.impulses, &*carry);
             let sum = |j: usize| chunk.sum(j, impulses, carried);
-            // Rows are ascending, so are their vertices: blocks of rows kick disjoint ranges
-            // of vertices, each on the thread that summed them.
             let vertex = |r: u32| {
                 if bin.dense {
                     r as usize
@@ -349,30 +362,28 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
                     bin.vertices[r as usize] as usize
                 }
             };
+            // Rows are ascending, so are their vertices: blocks of rows kick disjoint ranges
+            // of vertices, each block on the thread that summed it, the same at every tick.
             let rows = &chunk.rows;
-            let cuts: Vec<usize> = (PAR_MIN_LEN..rows.len())
-                .step_by(PAR_MIN_LEN)
-                .map(|j| vertex(rows[j]))
+            let blocks = team::parts().min(rows.len() / PAR_MIN_LEN).max(1);
+            let starts: Vec<usize> = (0..=blocks).map(|k| rows.len() * k / blocks).collect();
+            let cuts: Vec<usize> = (starts[1..blocks].iter())
+                .map(|&j| vertex(rows[j]))
                 .collect();
-            let kick = |k: usize, view: &mut KickView<'_>| {
-                let start = k * PAR_MIN_LEN;
-                let block = rows.iter().enumerate().skip(start).take(PAR_MIN_LEN);
+            let mut views: Vec<_> = (state.kick_views(&cuts).into_iter().enumerate()).collect();
+            let fastest_per_block = team::map_parts(&mut views, |(k, view)| {
+                let _zone = zone!("force_task");
+                let block = starts[*k]..starts[*k + 1];
                 let mut fastest = 0.0;
-                for (j, &r) in block {
+                for (j, &r) in rows[block.clone()].iter().enumerate() {
+                    let j = block.start + j;
                     if !has_bit(&chunk.continuing, j) {
                         fastest = faster(view.apply_impulse(vertex(r), t, sum(j)), fastest);
                     }
                 }
                 fastest
-            };
-            let mut views = state.kick_views(&cuts);
-            let chunk_fastest = if let [view] = &mut views[..] {
-                kick(0, view)
-            } else {
-                (views.par_iter_mut().enumerate())
-                    .map_init(task, |_, (k, view)| kick(k, view))
-                    .reduce(|| 0.0, faster)
-            };
+            });
+            let chunk_fastest = fastest_per_block.into_iter().fold(0.0, faster);
             fastest = faster(chunk_fastest, fastest);
             // The rows later chunks still add to carry their sums there.
             let carried_on: Vec<(u32, DVec3)> = (chunk.continuing_rows.iter())
@@ -383,10 +394,11 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         fastest
     }
 
-    /// [`Self::tick_bin`] of a dense bin on `owners` threads, owner-computes: each thread ticks
-    /// the elements touching its own range of vertices and kicks those vertices, chunk by
-    /// chunk, on its own; the only joins are after every vertex's position at `t` is read and
-    /// at the end ([`OwnedBin`]).
+    /// [`Self::tick_bin`] of a dense bin on `owners` threads, owner-computes: each owner reads
+    /// its own range of vertices' positions at `t`, then ticks the elements touching that range
+    /// and kicks its vertices, chunk by chunk, on its own ([`OwnedBin`]). Owner `k` is the
+    /// team's member `k` ([`team::run_parts`]), so a range stays on one thread from tick to
+    /// tick; the only joins are after the positions are read and at the end.
     pub(crate) fn tick_owned(
         &mut self,
         b: usize,
@@ -402,16 +414,20 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         // position at `t`, but its columns are being written.
         let positions = &mut self.positions;
         positions.resize(n, DVec3::ZERO);
+        let mut ranges = Vec::with_capacity(owners);
+        let mut rest = &mut positions[..];
+        for cut in owned.cuts.windows(2) {
+            let (range, after) = std::mem::take(&mut rest).split_at_mut(cut[1] - cut[0]);
+            ranges.push((cut[0], range));
+            rest = after;
+        }
         let frozen = &*state;
-        (positions.par_chunks_mut(PAR_MIN_LEN).enumerate()).for_each_init(
-            || zone!("force_task"),
-            |_, (k, block)| {
-                let first = k * PAR_MIN_LEN;
-                for (i, p) in block.iter_mut().enumerate() {
-                    *p = frozen.position_at(first + i, t);
-                }
-            },
-        );
+        team::map_parts(&mut ranges, |(first, range)| {
+            let _zone = zone!("force_task");
+            for (i, p) in range.iter_mut().enumerate() {
+                *p = frozen.position_at(*first + i, t);
+            }
+        });
         let memory = if self.memory.is_empty() {
             Vec::new()
         } else {
@@ -432,15 +448,14 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
         let mut memory = memory.into_iter();
         let views = state.kick_views(&owned.cuts[1..owners]);
         let (kernel, positions) = (&self.kernel, &*positions);
-        let work: Vec<_> = (owned.parts.iter_mut().zip(views))
+        let mut work: Vec<_> = (owned.parts.iter_mut().zip(views))
             .map(|(part, view)| (part, view, memory.next().unwrap_or_default()))
             .collect();
-        (work.into_par_iter().with_max_len(1))
-            .map_init(
-                || zone!("force_task"),
-                |_, (part, mut view, memory)| part.tick(kernel, positions, memory, &mut view, t, h),
-            )
-            .reduce(|| 0.0, faster)
+        let fastest = team::map_parts(&mut work, |(part, view, memory)| {
+            let _zone = zone!("force_task");
+            part.tick(kernel, positions, std::mem::take(memory), view, t, h)
+        });
+        fastest.into_iter().fold(0.0, faster)
     }
 
     /// Ticks every element at time `t` with clock `h`, bin after bin (the synchronous

@@ -19,7 +19,7 @@ use crate::profiling::zone;
 /// Leaf pairs (or refitted buckets) per rayon task when feature pairs are handed over: each
 /// tests every feature pair under its open leaf pairs, 5 us or more on the paper's scenes
 /// (170 us on average for a refitted bucket on the reef knot), far above what a fork costs
-/// while the pool's workers are awake (`engine::warm_workers`).
+/// while the pool's workers are awake ([`crate::team`]).
 const HAND_OVER_TASK: usize = 2;
 
 /// The leaf pairs waiting to hand over and the feature pairs taken back (see the module docs).
