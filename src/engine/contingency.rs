@@ -8,17 +8,17 @@
 //! word by word, gives the certificates in increasing id order without sorting them, and clears
 //! the set for the next kick.
 
-use rayon::prelude::*;
-
 use crate::profiling::zone;
+use crate::team;
 
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU64, Ordering};
 #[cfg(not(loom))]
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Kicks of at least this many vertices mark their certificates on the thread pool.
-const PARALLEL_MARK: usize = 1024;
+/// Fewest vertices a thread marks the certificates of: kicks of twice as many mark them in
+/// parallel, one block a thread.
+const MARK_BLOCK: usize = 512;
 
 /// Marks certificate `id` in the bitset `marks`; true for exactly one of any number of
 /// concurrent calls (the one whose `fetch_or` set the bit).
@@ -95,10 +95,16 @@ impl Contingency {
                 join(span, (id, id))
             })
         };
-        let (lo, hi) = if vertices.len() >= PARALLEL_MARK {
-            (vertices.par_chunks(PARALLEL_MARK / 4))
-                .map_init(|| zone!("retime_task"), |_, chunk| mark_all(chunk))
-                .reduce(|| NO_SPAN, join)
+        let (n, blocks) = (vertices.len(), team::blocks(vertices.len(), MARK_BLOCK));
+        let (lo, hi) = if blocks > 1 {
+            let mut chunks: Vec<&[u32]> = (0..blocks)
+                .map(|b| &vertices[b * n / blocks..(b + 1) * n / blocks])
+                .collect();
+            let spans = team::map_parts(&mut chunks, |chunk| {
+                let _zone = zone!("retime_task");
+                mark_all(chunk)
+            });
+            spans.into_iter().fold(NO_SPAN, join)
         } else {
             mark_all(vertices)
         };
@@ -296,7 +302,7 @@ mod tests {
 
     #[test]
     fn parallel_marking_matches_serial_marking() {
-        let n = 3 * PARALLEL_MARK;
+        let n = 3 * MARK_BLOCK;
         let mut g = Contingency::new(n);
         for id in 0..(2 * n) as u32 {
             let v = id % n as u32;
@@ -306,7 +312,7 @@ mod tests {
         let mut parallel = Vec::new();
         g.contingent(&all, &mut parallel);
         let mut serial = Vec::new();
-        for chunk in all.chunks(PARALLEL_MARK - 1) {
+        for chunk in all.chunks(MARK_BLOCK - 1) {
             let mut part = Vec::new();
             g.contingent(chunk, &mut part);
             serial.extend(part);

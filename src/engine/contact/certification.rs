@@ -2,8 +2,6 @@
 //! (its exact failure time, or a fuzzy schedule), parking certificates beyond the next
 //! all-vertex event, and re-timing slabs in parallel after kicks.
 
-use rayon::prelude::*;
-
 use super::audit::Audit;
 use super::motion::{within_budget_at_shape, Motion};
 use super::pair_table::PairTable;
@@ -12,17 +10,19 @@ use crate::kds::slab::{no_budget, ClosestPoints, ClosingBudget, Slab};
 use crate::penalty::layers::LayerSchedule;
 use crate::profiling::zone;
 use crate::state::VertexState;
+use crate::team;
 
 /// Slabs certify a gap this much wider than the layer, so that round-off in evaluating their
 /// linear conditions can never let a pair reach `eta(l)` unannounced: when two sheets approach
 /// face to face every slab condition fails at once, exactly at `d = eta`.
 pub(super) const SLAB_MARGIN: f64 = 1.0 + 1e-9;
 
-/// Reschedules of at least this many certificates compute their failure times on the pool.
-const PARALLEL_RESCHEDULE: usize = 512;
+/// Reschedules compute their failure times in blocks of at least this many certificates, one
+/// block a thread (so from twice as many on, in parallel).
+const RETIME_BLOCK: usize = 256;
 
 /// Pairs re-timed per chunk of [`Certifier::reschedule`]: bounds its scratch of new slabs (144
-/// bytes a pair) while leaving each parallel chunk many times [`PARALLEL_RESCHEDULE`].
+/// bytes a pair) while leaving each parallel chunk many times [`RETIME_BLOCK`].
 const RESCHEDULE_CHUNK: usize = 8192;
 
 /// Counters of certification, for `stats.json`.
@@ -202,22 +202,9 @@ impl Certifier {
         let auditing = audit.looking();
         for chunk in ids.chunks(RESCHEDULE_CHUNK) {
             let (this, table) = (&*self, &*pairs);
-            if chunk.len() >= PARALLEL_RESCHEDULE {
-                chunk
-                    .par_iter()
-                    .map_init(
-                        || zone!("retime_task"),
-                        |_, &id| this.retime(table, auditing, id, state, t),
-                    )
-                    .collect_into_vec(&mut retimed);
-            } else {
-                retimed.clear();
-                retimed.extend(
-                    chunk
-                        .iter()
-                        .map(|&id| this.retime(table, auditing, id, state, t)),
-                );
-            }
+            let retime = |&id: &u32| this.retime(table, auditing, id, state, t);
+            let zone = || zone!("retime_task");
+            team::map_into(chunk, &mut retimed, RETIME_BLOCK, zone, retime);
             for (&id, r) in chunk.iter().zip(&retimed) {
                 let Some(Retimed {
                     slab,

@@ -3,7 +3,6 @@
 //! and the layers' energy.
 
 use glam::DVec3;
-use rayon::prelude::*;
 
 use super::motion::{feature_distance, first_four, local_feature_distance};
 use super::ordered_kicks::OrderedKicks;
@@ -23,10 +22,12 @@ use crate::penalty::{ContactKey, PairKey};
 use crate::profiling::zone;
 use crate::scene::SpeedLimit;
 use crate::state::{speed, VertexState};
+use crate::team;
 use crate::RunError;
 
-/// Layer ticks with at least this many members compute their impulses on the thread pool, and
-/// apply them there unless the work closure needs them applied one by one.
+/// Layer ticks with at least this many members compute their impulses in parallel, one block
+/// of members a thread, and apply them in parallel unless the work closure needs them applied
+/// one by one.
 const PARALLEL_TICK: usize = 256;
 
 /// How far beyond its thickness a separating member leaves its deepest layer, in multiples of
@@ -313,15 +314,8 @@ impl LayerTicks {
             let shared = Shared { sharing, kicks };
             member_impulse(m, pairs, surfaces, frozen, history, shared, t, &params)
         };
-        if members.len() >= PARALLEL_TICK {
-            members
-                .par_iter()
-                .map_init(|| zone!("penalty_task"), |_, m| impulse(m))
-                .collect_into_vec(&mut impulses);
-        } else {
-            impulses.clear();
-            impulses.extend(members.iter().map(impulse));
-        }
+        let zone = || zone!("penalty_task");
+        team::map_into(&members, &mut impulses, PARALLEL_TICK / 2, zone, impulse);
         self.remember(l, params.eta, &mut members, &impulses, pairs);
         self.stats.penalty_events_per_layer[l as usize - 1] += batch.len() as u64;
         self.stats.penalty_pair_ticks_per_layer[l as usize - 1] += members.len() as u64;
@@ -336,15 +330,16 @@ impl LayerTicks {
         let eta = params.eta;
         let outermost = self.schedule.eta1;
         if members.len() >= PARALLEL_TICK && !self.closure.enabled() {
-            // Nothing reads the state between two members' impulses: apply them on the pool.
-            let (nearest, acts) = (impulses.par_iter())
-                .map_init(
-                    || zone!("penalty_task"),
-                    |_, r| (r.distance, r.impulses.iter().any(|&j| j != DVec3::ZERO)),
-                )
-                .reduce(|| (f64::INFINITY, false), |a, b| (a.0.min(b.0), a.1 || b.1));
+            // Nothing reads the state between two members' impulses: apply them in parallel.
+            let nearest = impulses
+                .iter()
+                .map(|r| r.distance)
+                .fold(f64::INFINITY, f64::min);
             self.stats.min_distance = self.stats.min_distance.min(nearest);
-            if acts {
+            if impulses
+                .iter()
+                .any(|r| r.impulses.iter().any(|&j| j != DVec3::ZERO))
+            {
                 self.stats.deepest_acting_layer = self.stats.deepest_acting_layer.max(l);
             }
             let verts = |k: usize| verts_of(&members[k]);

@@ -2,9 +2,9 @@
 //!
 //! One pass applies every member's impulses in member order, slot by slot: a vertex that several
 //! members push gets their velocity changes in that order, and the vertices whose velocity
-//! changed are listed in the order the pass first changed them. On the pool, each impulse is
+//! changed are listed in the order the pass first changed them. In parallel, each impulse is
 //! keyed by its vertex and its place in that pass; the vertices are cut into consecutive ranges,
-//! and each range's impulses are sorted by key and applied by one task through a
+//! one a thread, and each range's impulses are sorted by key and applied by one thread through a
 //! [`KickView`](crate::state::KickView). So every vertex gets the same changes in the same order
 //! and ends with the same bits, whatever the number of threads. Each change records its place in
 //! the pass in a slot of its own, and reading the slots in order lists the changed vertices as
@@ -12,21 +12,16 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use glam::DVec3;
-use rayon::prelude::*;
-
 use crate::profiling::zone;
 use crate::state::VertexState;
+use crate::team;
+use glam::DVec3;
 
 /// Places a member takes in the pass: one per vertex, up to a triangle pair's six.
 const SLOTS: usize = 6;
 
-/// Members per rayon task when keying the impulses.
-const KEY_TASK: usize = 128;
-
-/// Vertex ranges per thread of the pool (more than one, so that a range of many contacts does
-/// not hold the others up).
-const RANGES_PER_THREAD: usize = 4;
+/// Fewest members a thread keys (one block a thread, [`team::map_parts`]).
+const KEY_BLOCK: usize = 128;
 
 /// Scratch reused from tick to tick.
 #[derive(Debug, Default)]
@@ -67,54 +62,62 @@ impl OrderedKicks {
         if self.first_change.len() < places {
             self.first_change.resize_with(places, || AtomicU32::new(0));
         }
-        // Per task of members: its keys, sorted. A zero impulse changes nothing, so it has none.
-        let runs: Vec<Vec<u64>> = (0..members.div_ceil(KEY_TASK))
-            .into_par_iter()
-            .map_init(
-                || zone!("penalty_task"),
-                |_, task| {
-                    let mut keys = Vec::new();
-                    for k in task * KEY_TASK..members.min((task + 1) * KEY_TASK) {
-                        let listed = verts(k).iter().enumerate();
-                        let pushed = listed.filter(|&(s, _)| impulse(k, s) != DVec3::ZERO);
-                        keys.extend(pushed.map(|(s, &v)| key(v, k * SLOTS + s)));
-                    }
-                    keys.sort_unstable();
-                    keys
-                },
-            )
+        // Per block of members, one a thread: its keys, sorted. A zero impulse changes
+        // nothing, so it has none.
+        let blocks = team::blocks(members, KEY_BLOCK);
+        let mut member_blocks: Vec<_> = (0..blocks)
+            .map(|b| b * members / blocks..(b + 1) * members / blocks)
             .collect();
-        let n = state.len();
-        let ranges = (RANGES_PER_THREAD * rayon::current_num_threads()).clamp(1, n.max(1));
-        let cuts: Vec<usize> = (1..ranges).map(|r| r * n / ranges).collect();
+        let runs = team::map_parts(&mut member_blocks, |block| {
+            let _zone = zone!("penalty_task");
+            let mut keys = Vec::new();
+            for k in block.clone() {
+                let listed = verts(k).iter().enumerate();
+                let pushed = listed.filter(|&(s, _)| impulse(k, s) != DVec3::ZERO);
+                keys.extend(pushed.map(|(s, &v)| key(v, k * SLOTS + s)));
+            }
+            keys.sort_unstable();
+            keys
+        });
+        // As many vertex ranges, cut where the longest run's keys are: about as many impulses
+        // in each range, wherever the contacts crowd.
+        let longest = runs
+            .iter()
+            .max_by_key(|run| run.len())
+            .map_or(&[][..], |r| r);
+        let cuts: Vec<usize> = if longest.is_empty() {
+            Vec::new()
+        } else {
+            (1..blocks)
+                .map(|r| (longest[r * longest.len() / blocks] >> 32) as usize)
+                .collect()
+        };
         let first_change = &self.first_change[..places];
-        let mut views = state.kick_views(&cuts);
-        (views.par_iter_mut().enumerate()).for_each_init(
-            || (zone!("penalty_task"), Vec::new()),
-            |(_, keys), (r, view)| {
-                let lo = key(if r == 0 { 0 } else { cuts[r - 1] } as u32, 0);
-                let hi = cuts.get(r).map_or(u64::MAX, |&c| key(c as u32, 0));
-                keys.clear();
-                for run in &runs {
-                    let (a, b) = (
-                        run.partition_point(|&k| k < lo),
-                        run.partition_point(|&k| k < hi),
-                    );
-                    keys.extend_from_slice(&run[a..b]);
+        let mut views: Vec<_> = state.kick_views(&cuts).into_iter().enumerate().collect();
+        team::map_parts(&mut views, |(r, view)| {
+            let _zone = zone!("penalty_task");
+            let lo = key(if *r == 0 { 0 } else { cuts[*r - 1] } as u32, 0);
+            let hi = cuts.get(*r).map_or(u64::MAX, |&c| key(c as u32, 0));
+            let mut keys = Vec::new();
+            for run in &runs {
+                let (a, b) = (
+                    run.partition_point(|&k| k < lo),
+                    run.partition_point(|&k| k < hi),
+                );
+                keys.extend_from_slice(&run[a..b]);
+            }
+            keys.sort_unstable();
+            let mut last = None;
+            for &k in &keys {
+                let (v, place) = ((k >> 32) as usize, (k & u64::from(u32::MAX)) as usize);
+                let before = view.velocity(v);
+                view.apply_impulse(v, t, impulse(place / SLOTS, place % SLOTS));
+                if last != Some(v) && view.velocity(v) != before {
+                    last = Some(v);
+                    first_change[place].store(v as u32 + 1, Ordering::Relaxed);
                 }
-                keys.sort_unstable();
-                let mut last = None;
-                for &k in keys.iter() {
-                    let (v, place) = ((k >> 32) as usize, (k & u64::from(u32::MAX)) as usize);
-                    let before = view.velocity(v);
-                    view.apply_impulse(v, t, impulse(place / SLOTS, place % SLOTS));
-                    if last != Some(v) && view.velocity(v) != before {
-                        last = Some(v);
-                        first_change[place].store(v as u32 + 1, Ordering::Relaxed);
-                    }
-                }
-            },
-        );
+            }
+        });
         for slot in &mut self.first_change[..places] {
             let v = std::mem::take(slot.get_mut());
             if v != 0 {
@@ -128,6 +131,7 @@ impl OrderedKicks {
 mod tests {
     use super::*;
     use crate::state::VertexKind;
+    use crate::team::{Team, WaitPolicy};
     use crate::test_rng::Rng;
 
     /// `n` vertices at their own clocks, every fifth fixed (inverse mass 0).
@@ -196,6 +200,8 @@ mod tests {
         for threads in [1, 2, 3, 5] {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build();
             let (got, kicked) = pool.unwrap().install(|| {
+                // Served by a team where the machine has the cores, by rayon tasks otherwise.
+                let _team = Team::start(WaitPolicy::Active);
                 let (mut got, mut kicked) = (base.clone(), vec![99]);
                 let verts = |k: usize| &members[k][..];
                 let impulse = |k: usize, s: usize| impulses[k][s];
