@@ -99,7 +99,7 @@ pub(super) struct LayerTicks {
     impulses: Vec<PairImpulse<6>>,
     kicked: Vec<u32>,
     closing: Vec<(u32, DVec3)>,
-    /// Scratch of a large tick's impulses applied on the pool.
+    /// Scratch of a large tick's impulses applied in parallel.
     ordered: OrderedKicks,
     pub(super) stats: LayerStats,
 }

@@ -1,4 +1,4 @@
-//! A large penalty tick's impulses applied on the thread pool with the serial result.
+//! A large penalty tick's impulses applied in parallel with the serial result.
 //!
 //! One pass applies every member's impulses in member order, slot by slot: a vertex that several
 //! members push gets their velocity changes in that order, and the vertices whose velocity
