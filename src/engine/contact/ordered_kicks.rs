@@ -12,10 +12,11 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use glam::DVec3;
+
 use crate::profiling::zone;
 use crate::state::VertexState;
 use crate::team;
-use glam::DVec3;
 
 /// Places a member takes in the pass: one per vertex, up to a triangle pair's six.
 const SLOTS: usize = 6;
