@@ -2,11 +2,13 @@
 //! (its exact failure time, or a fuzzy schedule), parking certificates beyond the next
 //! all-vertex event, and re-timing slabs in parallel after kicks.
 
+use glam::DVec3;
+
 use super::audit::Audit;
 use super::motion::{within_budget_at_shape, Motion};
 use super::pair_table::PairTable;
 use crate::events::{EventId, EventQueue};
-use crate::kds::slab::{no_budget, ClosestPoints, ClosingBudget, Slab};
+use crate::kds::slab::{no_budget, ClosestPoints, ClosingBudget};
 use crate::penalty::layers::LayerSchedule;
 use crate::profiling::zone;
 use crate::state::VertexState;
@@ -54,11 +56,11 @@ pub(super) struct Certifier {
     pub(super) stats: CertificationStats,
 }
 
-/// A slab advanced to the re-timing time, its new failure time, and whether the audit found it
-/// broken at that time.
+/// A slab advanced to the re-timing time (only its point moves: its normal, velocity and gap
+/// stand), its new failure time, and whether the audit found it broken at that time.
 #[derive(Clone, Copy, Debug)]
 struct Retimed {
-    slab: Slab,
+    point: DVec3,
     when: f64,
     budget: ClosingBudget<6>,
     breach: bool,
@@ -174,7 +176,7 @@ impl Certifier {
         let breach = auditing && !motion.holds(&slab, 0.0);
         let (dt, budget) = motion.schedule(&slab, self.quality_loss);
         Some(Retimed {
-            slab,
+            point: slab.point,
             when: t + dt,
             budget,
             breach,
@@ -207,7 +209,7 @@ impl Certifier {
             team::map_into(chunk, &mut retimed, RETIME_BLOCK, zone, retime);
             for (&id, r) in chunk.iter().zip(&retimed) {
                 let Some(Retimed {
-                    slab,
+                    point,
                     when,
                     budget,
                     breach,
@@ -227,7 +229,9 @@ impl Certifier {
                         ));
                     }
                 }
-                pairs.slab[i] = Some(slab);
+                if let Some(slab) = &mut pairs.slab[i] {
+                    slab.point = point;
+                }
                 pairs.slab_time[i] = t;
                 pairs.set_budget(i, budget);
                 match self.queued_time(when) {
