@@ -23,7 +23,7 @@ pub(super) const SLAB_MARGIN: f64 = 1.0 + 1e-9;
 /// block a thread (so from twice as many on, in parallel).
 const RETIME_BLOCK: usize = 256;
 
-/// Pairs re-timed per chunk of [`Certifier::reschedule`]: bounds its scratch of new slabs (144
+/// Pairs re-timed per chunk of [`Certifier::reschedule`]: bounds its scratch of re-timings (88
 /// bytes a pair) while leaving each parallel chunk many times [`RETIME_BLOCK`].
 const RESCHEDULE_CHUNK: usize = 8192;
 
