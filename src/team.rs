@@ -208,7 +208,7 @@ fn serve(shared: &Shared, member: usize) {
 }
 
 /// How many parts [`run_parts`] runs one a thread: the current pool's threads.
-pub(crate) fn parts() -> usize {
+fn parts() -> usize {
     rayon::current_num_threads()
 }
 
@@ -280,8 +280,8 @@ pub(crate) fn map_parts<T: Send, R: Send>(
     ran.collect()
 }
 
-/// How many blocks of at least `min_block` items [`map_into`] cuts `len` items into: one a
-/// thread at most, and one for fewer than twice `min_block`.
+/// How many blocks of at least `min_block` items to cut `len` items into for [`run_parts`] (as
+/// [`map_into`] does): one a thread at most, and one for fewer than twice `min_block`.
 pub(crate) fn blocks(len: usize, min_block: usize) -> usize {
     (len / min_block.max(1)).clamp(1, parts())
 }

@@ -16,7 +16,6 @@ mod simulation;
 mod speculative;
 mod stats;
 mod triangle_pairs;
-
 pub(crate) mod watchdog;
 
 pub use crate::team::WaitPolicy;

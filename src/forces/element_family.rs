@@ -322,7 +322,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
             };
             // The chunk's elements in one block a thread (a few hundred at least), block `k`
             // on the team's member `k` at every tick.
-            let blocks = team::parts().min(range.len() / PAR_MIN_LEN).max(1);
+            let blocks = team::blocks(range.len(), PAR_MIN_LEN);
             let ends = |k: usize| range.len() * k / blocks;
             let mut pieces = Vec::with_capacity(blocks);
             let (mut outs, mut memories) = (&mut self.impulses[..slots], &mut self.memory[..]);
@@ -365,7 +365,7 @@ impl<const N: usize, K: ElementKernel<N>> ElementFamily<N, K> {
             // Rows are ascending, so are their vertices: blocks of rows kick disjoint ranges
             // of vertices, each block on the thread that summed it, the same at every tick.
             let rows = &chunk.rows;
-            let blocks = team::parts().min(rows.len() / PAR_MIN_LEN).max(1);
+            let blocks = team::blocks(rows.len(), PAR_MIN_LEN);
             let starts: Vec<usize> = (0..=blocks).map(|k| rows.len() * k / blocks).collect();
             let cuts: Vec<usize> = (starts[1..blocks].iter())
                 .map(|&j| vertex(rows[j]))
